@@ -1,0 +1,55 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Conversation(models.Model):
+    DEFAULT_TITLE = "New conversation"
+
+    # UUIDs: conversation ids appear in URLs and websocket paths; they should not be enumerable.
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
+    title = models.CharField(max_length=120, default=DEFAULT_TITLE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="conversation_owner_updated")]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def group_name(self) -> str:
+        """The channel-layer group every open tab of this conversation listens on."""
+        return f"conversation-{self.pk.hex}"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        TOOL = "tool", "Tool result"
+        # A failed turn, shown in the thread with a Retry button; never sent to the model.
+        ERROR = "error", "Error"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField(blank=True)
+    # Assistant messages that call tools: [{"id", "name", "arguments"}] exactly as the model sent them.
+    tool_calls = models.JSONField(default=list, blank=True)
+    # Tool results: which call they answer.
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=100, blank=True)
+    # Token usage, engine, latency: whatever the turn wants to remember about this message.
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["conversation", "created_at", "id"], name="message_conversation_created")]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"

@@ -1,0 +1,8 @@
+"""Settings for the test suite: the real settings, with a throwaway key and fast hashing."""
+import os
+
+os.environ.setdefault("SECRET_KEY", "clarion-test-only-secret-key")
+
+from project.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

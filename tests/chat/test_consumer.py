@@ -1,0 +1,104 @@
+import json
+
+import pytest
+from channels.db import database_sync_to_async as sync_to_async
+
+from chat import services as chat_services
+from chat.models import Message
+from tests.websocket import form_frame, open_socket, receive_all
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def conversation(alice):
+    return chat_services.start_conversation(user=alice)
+
+
+def path_of(conversation) -> str:
+    return f"/ws/conversations/{conversation.pk}/"
+
+
+async def message_count() -> int:
+    return await sync_to_async(Message.objects.count)()
+
+
+async def test_anonymous_socket_is_closed_with_4401(conversation):
+    socket = await open_socket(path_of(conversation))
+    connected, _ = await socket.connect()
+    assert connected
+    assert await socket.receive_output() == {"type": "websocket.close", "code": 4401}
+
+
+async def test_another_users_conversation_is_closed_with_4404(conversation, bob):
+    socket = await open_socket(path_of(conversation), user=bob)
+    await socket.connect()
+    assert await socket.receive_output() == {"type": "websocket.close", "code": 4404}
+
+
+async def test_foreign_origin_is_rejected(conversation, alice):
+    socket = await open_socket(path_of(conversation), user=alice, origin="http://evil.example")
+    connected, _ = await socket.connect()
+    assert not connected
+
+
+async def test_message_round_trip_reaches_every_tab(conversation, alice):
+    tab_a = await open_socket(path_of(conversation), user=alice)
+    tab_b = await open_socket(path_of(conversation), user=alice)
+    assert (await tab_a.connect())[0] and (await tab_b.connect())[0]
+
+    await tab_a.send_to(text_data=form_frame(action="send_message", message="  hello <b>team</b>  "))
+
+    broadcast_b = await tab_b.receive_from()
+    assert 'hx-swap-oob="beforeend"' in broadcast_b
+    assert "hello &lt;b&gt;team&lt;/b&gt;" in broadcast_b  # autoescaped
+    assert "<b>team</b>" not in broadcast_b
+    # The sender gets the same broadcast plus, for itself only, a fresh composer.
+    frames_a = {await tab_a.receive_from(), await tab_a.receive_from()}
+    assert broadcast_b in frames_a
+    (composer,) = frames_a - {broadcast_b}
+    assert 'id="composer"' in composer
+    assert await tab_b.receive_nothing()
+
+    saved = await sync_to_async(lambda: list(Message.objects.values_list("role", "content", "conversation__title")))()
+    assert saved == [("user", "hello <b>team</b>", "hello <b>team</b>")]
+    await tab_a.disconnect()
+    await tab_b.disconnect()
+
+
+@pytest.mark.parametrize(
+    "frame, expected_error",
+    [
+        ("not json at all", "not valid JSON"),
+        ("[1, 2, 3]", "must be a JSON object"),
+        (form_frame(action="launch_missiles", message="x"), "does not match any of the expected tags"),
+        (form_frame(action="send_message"), "Frame field &#x27;message&#x27;: Field required"),
+        (form_frame(action="send_message", message="   "), "Type a message first"),
+        (form_frame(action="send_message", message="x" * 20_000), "the limit is 8,000"),
+        ("x" * (65 * 1024), "larger than 64 KiB"),
+    ],
+)
+async def test_malformed_frames_get_an_error_frame_and_the_socket_stays_up(conversation, alice, frame, expected_error):
+    socket = await open_socket(path_of(conversation), user=alice)
+    await socket.connect()
+
+    await socket.send_to(text_data=frame)
+    error = await socket.receive_from()
+    assert 'id="composer-error"' in error
+    assert expected_error in error
+    assert await message_count() == 0
+
+    # Still open: a good frame afterwards works.
+    await socket.send_to(text_data=form_frame(action="send_message", message="still here"))
+    assert "still here" in await receive_all(socket)
+    assert await message_count() == 1
+    await socket.disconnect()
+
+
+async def test_binary_frame_is_refused(conversation, alice):
+    socket = await open_socket(path_of(conversation), user=alice)
+    await socket.connect()
+    await socket.send_to(bytes_data=b"\x00\x01")
+    assert "Binary frames are not supported" in await socket.receive_from()
+    assert await message_count() == 0
+    await socket.disconnect()

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from workspace import services as workspace_services
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, password: str = "pw-" + "x" * 8):
+        return get_user_model().objects.create_user(username=username, password=password)
+
+    return make
+
+
+@pytest.fixture
+def alice(make_user):
+    return make_user("alice")
+
+
+@pytest.fixture
+def bob(make_user):
+    return make_user("bob")
+
+
+@pytest.fixture
+def charlie(make_user):
+    return make_user("charlie")
+
+
+def build_workspace(user, *, tag: str) -> dict:
+    """A small workspace whose every title carries `tag`, so leaks between users are visible."""
+    atlas = workspace_services.create_project(user=user, name=f"Atlas {tag}")
+    harbor = workspace_services.create_project(user=user, name=f"Harbor {tag}")
+    tasks = [
+        workspace_services.create_task(user=user, title=f"design homepage {tag}", project_id=atlas.pk, status="todo"),
+        workspace_services.create_task(user=user, title=f"write copy {tag}", project_id=atlas.pk, status="in_progress"),
+        workspace_services.create_task(user=user, title=f"ship beta {tag}", project_id=harbor.pk, status="completed"),
+        workspace_services.create_task(user=user, title=f"buy milk {tag}", status="todo"),
+    ]
+    notes = [
+        workspace_services.create_note(user=user, title=f"Launch plan {tag}", content="The launch is planned for March.", project_id=atlas.pk),
+        workspace_services.create_note(user=user, title=f"Groceries {tag}", content="Milk, eggs and bread."),
+    ]
+    return {"projects": [atlas, harbor], "tasks": tasks, "notes": notes}
+
+
+@pytest.fixture
+def three_workspaces(alice, bob, charlie):
+    """Alice, Bob and Charlie each own a workspace (the healthchecks pattern)."""
+    return {user.username: build_workspace(user, tag=user.username) for user in (alice, bob, charlie)}
+
+
+def pytest_collection_modifyitems(config, items):
+    # The browser tests share one Playwright session, whose event loop lives on the main thread
+    # until the session ends; running them last keeps it away from the async tests.
+    items.sort(key=lambda item: item.get_closest_marker("e2e") is not None)

@@ -1,0 +1,137 @@
+"""A real Daphne server in a subprocess on the test database, and a real headless Chromium."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[2]
+# Flags for a sandboxed CI machine with no network but loopback (see docs/testing.md).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, *, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"Daphne exited early with code {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"Daphne did not listen on {port} within {timeout}s")
+
+
+class DaphneServer:
+    def __init__(self, *, database_name: str, extra_env: dict[str, str] | None = None, port: int | None = None):
+        self.port = port or free_port()
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "project.settings_test",
+            "DATABASE_NAME": database_name,
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            **(extra_env or {}),
+        }
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "DaphneServer":
+        self.log = open(ROOT / ".data" / f"daphne-test-{self.port}.log", "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "project.asgi:application"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        wait_for_port(self.port, self.proc)
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def daphne_server(django_db_setup, django_db_blocker):
+    (ROOT / ".data").mkdir(exist_ok=True)
+    with django_db_blocker.unblock():
+        database_name = connection.settings_dict["NAME"]
+    server = DaphneServer(database_name=database_name).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _sync_orm_beside_playwright(monkeypatch):
+    # Playwright's sync API runs an asyncio loop on this thread; the test's own ORM calls are
+    # still plain synchronous code, so Django's async-safety guard does not apply to them.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Chromium not found at {CHROMIUM}; install it with `apt-get install -y chromium`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def live_url(daphne_server, transactional_db) -> str:
+    """The server's URL; data created in the test is committed, so the server process sees it."""
+    return daphne_server.url
+
+
+@pytest.fixture
+def browser_context(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(10_000)
+    yield context
+    context.close()
+
+
+def log_in(page, base_url: str, username: str, password: str) -> None:
+    page.goto(f"{base_url}/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base_url}/chat/**")
+
+
+def wait_for_socket(page) -> None:
+    page.wait_for_selector("body[data-ws='open']")

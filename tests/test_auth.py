@@ -1,0 +1,56 @@
+import pytest
+from django.urls import reverse
+
+from chat import services as chat_services
+
+
+@pytest.fixture
+def alices_conversation(alice):
+    return chat_services.start_conversation(user=alice)
+
+
+def protected_urls(conversation):
+    return [
+        ("get", reverse("root")),
+        ("get", reverse("chat:home")),
+        ("get", reverse("chat:conversation", args=[conversation.pk])),
+        ("post", reverse("chat:new")),
+        ("get", reverse("admin:index")),
+    ]
+
+
+def test_every_page_requires_login(client, alices_conversation):
+    for method, url in protected_urls(alices_conversation):
+        response = getattr(client, method)(url)
+        assert response.status_code == 302, url
+        assert "/login/" in response["Location"], url
+
+
+def test_login_page_and_demo_login_flow(client, alice):
+    page = client.get(reverse("login"))
+    assert page.status_code == 200
+    assert b"Log in to Clarion" in page.content
+    bad = client.post(reverse("login"), {"username": "alice", "password": "wrong"})
+    assert bad.status_code == 200 and b"correct username and password" in bad.content
+    good = client.post(reverse("login"), {"username": "alice", "password": "pw-xxxxxxxx"})
+    assert good.status_code == 302 and good["Location"] == reverse("chat:home")
+
+
+def test_another_users_conversation_is_404(client, alices_conversation, bob):
+    client.force_login(bob)
+    assert client.get(reverse("chat:conversation", args=[alices_conversation.pk])).status_code == 404
+
+
+def test_new_user_sees_welcome_then_a_conversation(client, alice):
+    client.force_login(alice)
+    home = client.get(reverse("chat:home"))
+    assert b"Start a conversation" in home.content
+    created = client.post(reverse("chat:new"))
+    page = client.get(created["Location"])
+    assert page.status_code == 200 and b"What shall we work on?" in page.content
+
+
+def test_logout_is_post_only_and_ends_session(client, alice):
+    client.force_login(alice)
+    assert client.post(reverse("logout")).status_code == 302
+    assert client.get(reverse("chat:home")).status_code == 302

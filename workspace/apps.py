@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WorkspaceConfig(AppConfig):
+    name = "workspace"
+    default_auto_field = "django.db.models.BigAutoField"

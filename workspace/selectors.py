@@ -1,0 +1,120 @@
+"""Reads of a user's workspace. Every function takes the acting user and never sees another's rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, Iterable, TypeVar
+
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Count, Q, QuerySet
+
+from workspace.models import Note, Project, Task, note_search_vector
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """A bounded slice of a listing that knows how much it left out."""
+
+    items: list[T]
+    total: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.items)
+
+    @property
+    def more(self) -> int:
+        return max(0, self.total - len(self.items))
+
+
+@dataclass(frozen=True)
+class ProjectStats:
+    project: Project
+    todo: int
+    in_progress: int
+    completed: int
+    notes: int
+
+    @property
+    def tasks(self) -> int:
+        return self.todo + self.in_progress + self.completed
+
+
+def _page(queryset: QuerySet, *, limit: int) -> Page:
+    # Fetch one row more than asked: the count query only runs when something was cut off.
+    rows = list(queryset[: limit + 1])
+    if len(rows) <= limit:
+        return Page(items=rows, total=len(rows))
+    return Page(items=rows[:limit], total=queryset.order_by().count())
+
+
+def project_for_user(*, user, project_id: int) -> Project:
+    """The user's project, or Project.DoesNotExist — another user's id looks exactly like a missing one."""
+    return Project.objects.get(owner=user, pk=project_id)
+
+
+def tasks_for_user(
+    *, user, status: str = "all", project_id: int | None = None, search: str | None = None, limit: int = 100
+) -> Page[Task]:
+    tasks = Task.objects.filter(owner=user).select_related("project")
+    if status != "all":
+        tasks = tasks.filter(status=status)
+    if project_id is not None:
+        tasks = tasks.filter(project_id=project_id)
+    if search:
+        tasks = tasks.filter(title__icontains=search)
+    return _page(tasks.order_by("-created_at", "-id"), limit=limit)
+
+
+def notes_for_user(
+    *, user, project_id: int | None = None, search_term: str | None = None, limit: int = 50
+) -> Page[Note]:
+    notes = Note.objects.filter(owner=user).select_related("project")
+    if project_id is not None:
+        notes = notes.filter(project_id=project_id)
+    if search_term:
+        query = SearchQuery(search_term, config="english", search_type="websearch")
+        notes = notes.annotate(search=note_search_vector()).filter(search=query)
+    return _page(notes.order_by("-updated_at", "-id"), limit=limit)
+
+
+def projects_for_user(*, user, include_archived: bool = True) -> list[Project]:
+    projects = Project.objects.filter(owner=user)
+    if not include_archived:
+        projects = projects.filter(archived=False)
+    return list(projects.order_by("archived", "name", "id"))
+
+
+def project_stats_for_user(*, user, projects: Iterable[Project] | None = None) -> list[ProjectStats]:
+    projects = list(projects) if projects is not None else projects_for_user(user=user)
+    ids = [p.pk for p in projects]
+    task_counts = {
+        row["project_id"]: row
+        for row in Task.objects.filter(owner=user, project_id__in=ids)
+        .values("project_id")
+        .annotate(
+            todo=Count("id", filter=Q(status=Task.Status.TODO)),
+            in_progress=Count("id", filter=Q(status=Task.Status.IN_PROGRESS)),
+            completed=Count("id", filter=Q(status=Task.Status.COMPLETED)),
+        )
+    }
+    note_counts = dict(
+        Note.objects.filter(owner=user, project_id__in=ids).values("project_id").annotate(n=Count("id")).values_list("project_id", "n")
+    )
+    empty = {"todo": 0, "in_progress": 0, "completed": 0}
+    return [
+        ProjectStats(
+            project=p,
+            todo=task_counts.get(p.pk, empty)["todo"],
+            in_progress=task_counts.get(p.pk, empty)["in_progress"],
+            completed=task_counts.get(p.pk, empty)["completed"],
+            notes=note_counts.get(p.pk, 0),
+        )
+        for p in projects
+    ]
+
+
+def task_status_counts(*, user) -> dict[str, int]:
+    counts = dict(Task.objects.filter(owner=user).order_by().values("status").annotate(n=Count("id")).values_list("status", "n"))
+    return {status: counts.get(status, 0) for status in Task.Status.values}
