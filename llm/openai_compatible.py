@@ -1,0 +1,455 @@
+"""LLMClient for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp, ...).
+
+The SDK's own retries are disabled: we retry ourselves so that every attempt has a
+hard wall-clock budget, streams can be restarted visibly (StreamRestart), and the
+number of attempts is reported back to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import re
+import time
+from typing import Any, AsyncIterator, Awaitable, Callable, NoReturn
+from urllib.parse import urlsplit
+
+import openai
+import pydantic
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from .errors import LLMError, redact
+from .types import (
+    ChatMessage,
+    Completion,
+    StreamDone,
+    StreamRestart,
+    T,
+    TextDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+
+log = logging.getLogger("clarion.llm")
+
+_FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+_UNREADABLE = "The model returned a response Clarion could not read."
+
+
+class OpenAICompatibleClient:
+    is_offline = False
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        timeout_seconds: float = 30,
+        max_retries: int = 2,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.model = model
+        self.timeout_seconds = timeout_seconds
+        self.max_retries = max(0, max_retries)
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._sleep = sleep
+        self._api_key = api_key
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url,
+            # Local servers (Ollama, llama.cpp) ignore the key but the SDK insists on one.
+            api_key=api_key or "not-needed",
+            max_retries=0,
+            timeout=timeout_seconds,
+        )
+        self.base_url = str(self._client.base_url).rstrip("/")
+        self.name = f"OpenAI-compatible · {model} @ {_host(self.base_url)}"
+
+    # ------------------------------------------------------------------ public API
+
+    async def complete(
+        self,
+        messages: list[ChatMessage],
+        *,
+        tools: list[ToolSpec] | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        request = self._request(messages, tools)
+        started = time.monotonic()
+        try:
+            completion = await self._complete_with_retries(request, timeout, started)
+        except LLMError as err:
+            self._log("complete", started, err.attempts, error=err)
+            raise
+        self._log("complete", started, completion.attempts, usage=completion.usage)
+        return completion
+
+    async def structured(
+        self,
+        messages: list[ChatMessage],
+        *,
+        schema: type[T],
+        timeout: float | None = None,
+    ) -> T:
+        request = self._request(messages, None)
+        request["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": False},
+        }
+        started = time.monotonic()
+        try:
+            completion = await self._complete_with_retries(request, timeout, started)
+            result = _validate(schema, completion.content, completion.attempts)
+        except LLMError as err:
+            self._log("structured", started, err.attempts, error=err)
+            raise
+        self._log("structured", started, completion.attempts, usage=completion.usage)
+        return result
+
+    async def stream(
+        self,
+        messages: list[ChatMessage],
+        *,
+        tools: list[ToolSpec] | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[TextDelta | StreamRestart | StreamDone]:
+        request = self._request(messages, tools)
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
+        budget = timeout or self.timeout_seconds
+        started = time.monotonic()
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            acc = _StreamAccumulator()
+            opened = False
+            emitted_text = False
+            try:
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + budget
+                async with asyncio.timeout_at(deadline):
+                    chunks = await self._client.chat.completions.create(**request, timeout=budget)
+                opened = True
+                try:
+                    iterator = chunks.__aiter__()
+                    while True:
+                        # The deadline is only armed while *we* await the network. An
+                        # asyncio.timeout spanning the yield below would fire inside the
+                        # consumer's code instead (as a bare CancelledError).
+                        try:
+                            async with asyncio.timeout_at(deadline):
+                                chunk = await anext(iterator)
+                        except StopAsyncIteration:
+                            break
+                        text = acc.add(chunk)
+                        if text:
+                            emitted_text = True
+                            yield TextDelta(text=text)
+                finally:
+                    await chunks.close()
+                completion = acc.finish(self.model, attempt, time.monotonic() - started)
+            except Exception as exc:
+                err = self._map_error(exc, budget, mid_stream=opened)
+                err.attempts = attempt
+                if not err.retryable or attempt == attempts:
+                    self._log("stream", started, attempt, error=err)
+                    _raise(err, exc)
+                if emitted_text:
+                    yield StreamRestart(attempt=attempt + 1, reason=err.user_message)
+                await self._sleep(self._backoff(attempt - 1, err))
+                continue
+            self._log("stream", started, attempt, usage=completion.usage)
+            yield StreamDone(completion=completion)
+            return
+
+    # ------------------------------------------------------------------ internals
+
+    async def _complete_with_retries(
+        self, request: dict[str, Any], timeout: float | None, started: float
+    ) -> Completion:
+        budget = timeout or self.timeout_seconds
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                async with asyncio.timeout(budget):
+                    response = await self._client.chat.completions.create(**request, timeout=budget)
+                return _to_completion(response, attempt, time.monotonic() - started)
+            except Exception as exc:
+                err = self._map_error(exc, budget)
+                err.attempts = attempt
+                if not err.retryable or attempt == attempts:
+                    _raise(err, exc)
+                await self._sleep(self._backoff(attempt - 1, err))
+        raise AssertionError("unreachable")
+
+    def _request(self, messages: list[ChatMessage], tools: list[ToolSpec] | None) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": self.model, "messages": [_message_param(m) for m in messages]}
+        if tools:
+            request["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in tools
+            ]
+        return request
+
+    def _backoff(self, failed_attempt_index: int, err: LLMError) -> float:
+        if err.retry_after is not None:
+            return min(self.backoff_max, max(0.0, err.retry_after))
+        # Full jitter: spreads retries of many concurrent chats over the window.
+        return random.uniform(0, min(self.backoff_max, self.backoff_base * 2**failed_attempt_index))
+
+    def _map_error(self, exc: BaseException, budget: float, *, mid_stream: bool = False) -> LLMError:
+        if isinstance(exc, LLMError):
+            return exc
+        # APITimeoutError subclasses APIConnectionError, so it must be checked first.
+        if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
+            return LLMError("timeout", f"The model did not answer within {budget:g} s.")
+        if isinstance(exc, openai.APIConnectionError):
+            if mid_stream:
+                return LLMError("stream_interrupted", "The connection to the model dropped while it was answering.")
+            return LLMError("connection", f"The model endpoint at {self.base_url} could not be reached.")
+        if isinstance(exc, openai.APIResponseValidationError):
+            return LLMError("invalid_response", _UNREADABLE, status=exc.status_code)
+        if isinstance(exc, openai.APIStatusError):
+            return self._map_status(exc)
+        if isinstance(exc, openai.APIError):
+            # An {"error": ...} object sent inside a 200 stream: the server gave up mid-answer.
+            detail = redact(exc.message, self._api_key)[:200]
+            return LLMError("server", f"The model endpoint reported an error: {detail}.")
+        # Anything else (json.JSONDecodeError from a garbled SSE line, a chunk of the
+        # wrong shape, ...) means the server sent something we cannot interpret.
+        return LLMError("invalid_response", _UNREADABLE)
+
+    def _map_status(self, exc: openai.APIStatusError) -> LLMError:
+        status = exc.status_code
+        detail = redact(_error_detail(exc), self._api_key)[:200]
+        if status == 429:
+            return LLMError(
+                "rate_limited",
+                "The model endpoint is rate limiting Clarion (429); try again shortly.",
+                status=status,
+                retry_after=_retry_after(exc.response.headers),
+            )
+        if status >= 500:
+            return LLMError("server", f"The model endpoint failed ({status}).", status=status)
+        if status in (401, 403):
+            return LLMError(
+                "auth", f"The model endpoint refused Clarion's credentials ({status}): {detail}.", status=status
+            )
+        if status == 408:
+            return LLMError("timeout", f"The model endpoint timed out ({status}).", status=status)
+        return LLMError("bad_request", f"The model endpoint rejected the request ({status}): {detail}.", status=status)
+
+    def _log(
+        self,
+        op: str,
+        started: float,
+        attempts: int,
+        *,
+        usage: Usage | None = None,
+        error: LLMError | None = None,
+    ) -> None:
+        seconds = round(time.monotonic() - started, 3)
+        fields = {
+            "op": op,
+            "model": self.model,
+            "attempts": attempts,
+            "seconds": seconds,
+            "tokens": usage.total_tokens if usage else 0,
+            "outcome": error.kind if error else "ok",
+        }
+        if error:
+            log.warning(
+                "llm %(op)s failed model=%(model)s outcome=%(outcome)s attempts=%(attempts)d seconds=%(seconds).2f",
+                fields,
+                extra=fields,
+            )
+        else:
+            log.info(
+                "llm %(op)s ok model=%(model)s attempts=%(attempts)d seconds=%(seconds).2f tokens=%(tokens)d",
+                fields,
+                extra=fields,
+            )
+
+
+class _StreamAccumulator:
+    """Rebuilds the full answer (text, tool calls, usage) from streamed chunks."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+        self.model: str | None = None
+        self.chunks = 0
+
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        if not isinstance(chunk, ChatCompletionChunk):
+            raise LLMError("invalid_response", _UNREADABLE)
+        self.chunks += 1
+        self.model = chunk.model or self.model
+        if chunk.usage is not None:
+            self.usage = _usage(chunk.usage)
+        text = ""
+        for choice in chunk.choices or []:
+            if choice.index not in (0, None):
+                continue
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+            delta = choice.delta
+            if delta is None:
+                continue
+            if delta.content:
+                text += delta.content
+            for tc in delta.tool_calls or []:
+                slot = self.calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                if tc.id:
+                    slot["id"] = tc.id
+                if tc.function is not None:
+                    # Names arrive whole in practice, but some servers repeat them per
+                    # fragment; only arguments are concatenated.
+                    if tc.function.name:
+                        slot["name"] = slot["name"] or tc.function.name
+                    if tc.function.arguments:
+                        slot["arguments"] += tc.function.arguments
+        if text:
+            self.text.append(text)
+        return text
+
+    def finish(self, model: str, attempts: int, seconds: float) -> Completion:
+        if self.chunks == 0:
+            raise LLMError("invalid_response", _UNREADABLE)
+        # The SDK swallows [DONE], so "the model finished" is judged by finish_reason,
+        # or by the usage chunk, which include_usage servers send after it.
+        if self.finish_reason is None and self.usage is None:
+            raise LLMError("stream_interrupted", "The connection to the model dropped while it was answering.")
+        calls = [
+            ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
+            for i, c in sorted(self.calls.items())
+        ]
+        if any(not c.name for c in calls):
+            raise LLMError("invalid_response", _UNREADABLE)
+        return Completion(
+            content="".join(self.text),
+            tool_calls=calls,
+            usage=self.usage or Usage(),
+            model=self.model or model,
+            finish_reason=self.finish_reason,
+            attempts=attempts,
+            seconds=round(seconds, 3),
+        )
+
+
+def _raise(err: LLMError, cause: BaseException) -> NoReturn:
+    if err is cause:
+        raise err
+    raise err from cause
+
+
+def _to_completion(response: object, attempts: int, seconds: float) -> Completion:
+    # A non-JSON 200 body comes back from the SDK as a plain str, and a JSON body of
+    # the wrong shape as a half-empty model: both are "unreadable", not crashes.
+    if not isinstance(response, ChatCompletion) or not response.choices:
+        raise LLMError("invalid_response", _UNREADABLE)
+    try:
+        choice = response.choices[0]
+        message = choice.message
+        calls = [
+            ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments or "")
+            for tc in (message.tool_calls or [])
+            if getattr(tc, "type", "function") == "function"
+        ]
+        return Completion(
+            content=message.content or "",
+            tool_calls=calls,
+            usage=_usage(response.usage) if response.usage is not None else Usage(),
+            model=response.model or "",
+            finish_reason=choice.finish_reason,
+            attempts=attempts,
+            seconds=round(seconds, 3),
+        )
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise LLMError("invalid_response", _UNREADABLE) from exc
+
+
+def _usage(usage: Any) -> Usage:
+    prompt = usage.prompt_tokens or 0
+    completion = usage.completion_tokens or 0
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=usage.total_tokens or prompt + completion)
+
+
+def _validate(schema: type[T], content: str, attempts: int) -> T:
+    match = _FENCE.match(content)
+    text = match.group(1) if match else content
+    try:
+        return schema.model_validate_json(text)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            problem = "its answer was not valid JSON"
+        else:
+            field = ".".join(str(p) for p in first["loc"]) or "(root)"
+            problem = f"field '{field}': {first['msg']}"
+        raise LLMError(
+            "invalid_response",
+            f"The model's answer did not match the expected format ({problem}).",
+            retryable=False,
+            attempts=attempts,
+        ) from exc
+
+
+def _message_param(message: ChatMessage) -> dict[str, Any]:
+    if message.role == "tool":
+        # `name` is deliberately not sent: the OpenAI schema has no such field on
+        # tool messages and strict servers reject unknown keys.
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.content or ""}
+    param: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        param["tool_calls"] = [
+            {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": tc.arguments}}
+            for tc in message.tool_calls
+        ]
+    elif param["content"] is None:
+        param["content"] = ""
+    return param
+
+
+def _error_detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return body["message"]
+    if isinstance(body, str) and body:
+        return body
+    try:
+        text = exc.response.text
+    except Exception:  # the body of a streamed error response may be unread
+        text = ""
+    return text.strip() or exc.message
+
+
+def _retry_after(headers: Any) -> float | None:
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / divisor
+        except ValueError:
+            continue  # HTTP-date form: rare for LLM endpoints, fall back to jitter
+    return None
+
+
+def _host(base_url: str) -> str:
+    parts = urlsplit(base_url)
+    # hostname/port rather than netloc so user:password@ never reaches the UI.
+    host = parts.hostname or base_url
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+__all__ = ["OpenAICompatibleClient"]

@@ -1,0 +1,1 @@
+from tests.fake_openai import fake_openai  # noqa: F401
