@@ -1,0 +1,3 @@
+from llm.offline.engine import OfflineEngine
+
+__all__ = ["OfflineEngine"]

@@ -1,0 +1,169 @@
+"""The offline engine: an LLMClient that needs no model and no network.
+
+It reads the conversation the way a model would — the last user message and the tool results
+that followed it — and answers with the same tool calls a model would make, then phrases the
+results. Stateless and deterministic: the same conversation always produces the same reply.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import AsyncIterator
+
+from llm.errors import LLMError
+from llm.offline import phrasing
+from llm.offline.intents import Intent, parse
+from llm.types import ChatMessage, Completion, StreamDone, T, TextDelta, ToolCall, ToolSpec, Usage
+
+MODEL_NAME = "clarion-offline"
+
+
+@dataclass(frozen=True)
+class _Step:
+    name: str
+    arguments: dict
+    result: dict
+
+
+class OfflineEngine:
+    name = "Offline engine"
+    is_offline = True
+
+    def __init__(self, *, stream_delay: float = 0.0) -> None:
+        # A small pause between streamed words makes the reply read like a model's; 0 in tests.
+        self.stream_delay = stream_delay
+
+    async def complete(
+        self, messages: list[ChatMessage], *, tools: list[ToolSpec] | None = None, timeout: float | None = None
+    ) -> Completion:
+        started = time.perf_counter()
+        content, tool_calls = self._respond(messages, available={t.name for t in tools or []})
+        return Completion(
+            content=content,
+            tool_calls=tool_calls,
+            usage=Usage(),
+            model=MODEL_NAME,
+            finish_reason="tool_calls" if tool_calls else "stop",
+            seconds=time.perf_counter() - started,
+        )
+
+    async def stream(
+        self, messages: list[ChatMessage], *, tools: list[ToolSpec] | None = None, timeout: float | None = None
+    ) -> AsyncIterator[TextDelta | StreamDone]:
+        completion = await self.complete(messages, tools=tools, timeout=timeout)
+        for chunk in _chunks(completion.content):
+            yield TextDelta(text=chunk)
+            if self.stream_delay:
+                await asyncio.sleep(self.stream_delay)
+        yield StreamDone(completion=completion)
+
+    async def structured(
+        self, messages: list[ChatMessage], *, schema: type[T], timeout: float | None = None
+    ) -> T:
+        raise LLMError(
+            "bad_request", f"The offline engine cannot produce a {schema.__name__}.", retryable=False
+        )
+
+    # --- the rules -------------------------------------------------------------------------
+
+    def _respond(self, messages: list[ChatMessage], *, available: set[str]) -> tuple[str, list[ToolCall]]:
+        request, steps = _current_request(messages)
+        intent = parse(request)
+        action = _next_action(intent, steps)
+        if isinstance(action, str):
+            return action, []
+        name, arguments = action
+        if name not in available:
+            return phrasing.CAPABILITIES, []
+        call = ToolCall(id=f"offline-{len(messages)}-{name}", name=name, arguments=json.dumps(arguments))
+        return "", [call]
+
+
+def _current_request(messages: list[ChatMessage]) -> tuple[str, list[_Step]]:
+    """The last user message, and the tool calls made (with their results) since it."""
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if last_user is None:
+        return "", []
+    results = {m.tool_call_id: m.content for m in messages[last_user:] if m.role == "tool"}
+    steps: list[_Step] = []
+    for message in messages[last_user + 1 :]:
+        for call in message.tool_calls if message.role == "assistant" else []:
+            steps.append(_Step(call.name, _loads(call.arguments), _loads(results.get(call.id) or "{}")))
+    return messages[last_user].content or "", steps
+
+
+def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
+    if steps and "error" in steps[-1].result:
+        return phrasing.tool_failed(steps[-1].result["error"])
+    if intent.kind == "help":
+        return phrasing.CAPABILITIES
+    if intent.kind == "projects":
+        if not steps:
+            return "query_projects", {"include_stats": True}
+        return phrasing.projects_answer(steps[-1].result)
+
+    project_id = None
+    if intent.project_name:
+        if not steps:
+            return "query_projects", {"include_stats": False}
+        projects = steps[0].result.get("projects", [])
+        project = _match_project(intent.project_name, projects)
+        if project is None:
+            return phrasing.project_not_found(intent.project_name, projects)
+        project_id = project["id"]
+        steps = steps[1:]
+    project_name = _display_name(intent, project_id, steps)
+
+    if intent.kind == "notes":
+        if not steps:
+            return "query_notes", _without_none({"search_term": intent.search, "project_id": project_id, "limit": 20})
+        return phrasing.notes_answer(steps[-1].result, project_name=project_name, search=intent.search)
+    if intent.kind == "count_tasks":
+        if not steps:
+            return "query_tasks", _without_none({"status": intent.status, "project_id": project_id, "limit": 1})
+        return phrasing.count_answer(steps[-1].result, project_name=project_name)
+    if not steps:
+        return "query_tasks", _without_none(
+            {"status": intent.status, "project_id": project_id, "search": intent.search, "limit": 50}
+        )
+    return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
+
+
+def _match_project(name: str, projects: list[dict]) -> dict | None:
+    wanted = name.lower()
+    for predicate in (lambda p: p["name"].lower() == wanted, lambda p: wanted in p["name"].lower()):
+        matches = [p for p in projects if predicate(p)]
+        if matches:
+            return matches[0]
+    return None
+
+
+def _display_name(intent: Intent, project_id: int | None, steps: list[_Step]) -> str | None:
+    return intent.project_name if project_id is not None else None
+
+
+def _without_none(arguments: dict) -> dict:
+    return {k: v for k, v in arguments.items() if v is not None}
+
+
+def _loads(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        return {"error": "the tool returned something that is not JSON"}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _chunks(text: str) -> list[str]:
+    # Word-sized pieces, keeping the whitespace, so the streamed text reassembles exactly.
+    pieces, current = [], ""
+    for char in text:
+        current += char
+        if char in " \n":
+            pieces.append(current)
+            current = ""
+    if current:
+        pieces.append(current)
+    return pieces

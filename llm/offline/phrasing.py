@@ -1,0 +1,126 @@
+"""Turns tool results (the JSON Clarion's query tools return) into a readable Markdown answer."""
+from __future__ import annotations
+
+import datetime as dt
+
+STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "completed", "all": ""}
+
+CAPABILITIES = (
+    "I'm Clarion's **offline engine**: I run without a model or network, so I understand a fixed set of "
+    "requests about your workspace. Try:\n\n"
+    "- “what's in progress?” or “show my to-do tasks”\n"
+    "- “show my tasks in Atlas” or “find tasks about design”\n"
+    "- “find notes about the launch”\n"
+    "- “how many tasks did I complete?”\n"
+    "- “list my projects”\n\n"
+    "For open-ended conversation, connect a model by setting `LLM_BASE_URL` (see the README)."
+)
+
+
+def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
+    tasks = result["tasks"]
+    status = result.get("filters", {}).get("status", "all")
+    scope = _scope(project_name, search)
+    label = STATUS_LABEL.get(status, "")
+    noun = f"{label} tasks".strip()
+    if not tasks:
+        return f"You have no {noun}{scope}."
+    lines = [f"Here {'is' if result['total'] == 1 else 'are'} your {noun}{scope} ({result['total']}):", ""]
+    lines += [_task_line(t, show_status=status == "all") for t in tasks]
+    if result.get("truncated"):
+        lines += ["", f"…and {result['more']} more not shown."]
+    return "\n".join(lines)
+
+
+def count_answer(result: dict, *, project_name: str | None) -> str:
+    total = result["total"]
+    status = result.get("filters", {}).get("status", "all")
+    scope = _scope(project_name, None)
+    plural = "task" if total == 1 else "tasks"
+    if status == "completed":
+        return f"You have completed **{total}** {plural}{scope}."
+    if status == "in_progress":
+        return f"You have **{total}** {plural} in progress{scope}."
+    if status == "todo":
+        return f"You have **{total}** {plural} still to do{scope}."
+    return f"You have **{total}** {plural}{scope} in total."
+
+
+def notes_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
+    notes = result["notes"]
+    scope = _scope(project_name, search)
+    if not notes:
+        return f"I found no notes{scope}."
+    lines = [f"I found {result['total']} note{'s' if result['total'] != 1 else ''}{scope}:", ""]
+    for note in notes:
+        where = f" ({note['project']['name']})" if note.get("project") else ""
+        excerpt = _excerpt(note.get("content") or "")
+        lines.append(f"- **{note['title']}**{where}" + (f" — {excerpt}" if excerpt else ""))
+    if result.get("truncated"):
+        lines += ["", f"…and {result['more']} more not shown."]
+    return "\n".join(lines)
+
+
+def projects_answer(result: dict) -> str:
+    projects = result["projects"]
+    if not projects:
+        return "You have no projects yet."
+    lines = [f"You have {len(projects)} project{'s' if len(projects) != 1 else ''}:", ""]
+    for p in projects:
+        stats = p.get("stats")
+        detail = ""
+        if stats:
+            detail = f" — {stats['todo']} to do, {stats['in_progress']} in progress, {stats['completed']} completed, {stats['notes']} notes"
+        archived = " *(archived)*" if p.get("archived") else ""
+        lines.append(f"- **{p['name']}**{archived}{detail}")
+    return "\n".join(lines)
+
+
+def project_not_found(name: str, projects: list[dict]) -> str:
+    names = ", ".join(f"**{p['name']}**" for p in projects) or "none yet"
+    return f"I couldn't find a project called “{name}”. Your projects: {names}."
+
+
+def tool_failed(error: str) -> str:
+    return f"I couldn't look that up: {error}"
+
+
+def _scope(project_name: str | None, search: str | None) -> str:
+    parts = []
+    if search:
+        parts.append(f" matching “{search}”")
+    if project_name:
+        parts.append(f" in {project_name}")
+    return "".join(parts)
+
+
+def _task_line(task: dict, *, show_status: bool) -> str:
+    details = []
+    if task.get("project"):
+        details.append(task["project"]["name"])
+    if show_status:
+        details.append(STATUS_LABEL.get(task["status"], task["status"]))
+    if task.get("priority") in ("high", "urgent"):
+        details.append(f"{task['priority']} priority")
+    if task.get("due_date"):
+        details.append(_due(task["due_date"], done=task["status"] == "completed"))
+    return f"- **{task['title']}**" + (f" — {' · '.join(details)}" if details else "")
+
+
+def _due(iso: str, *, done: bool) -> str:
+    due = dt.date.fromisoformat(iso)
+    days = (due - dt.date.today()).days
+    if done:
+        return f"due {due:%b} {due.day}"
+    if days < 0:
+        return f"overdue since {due:%b} {due.day}"
+    if days == 0:
+        return "due today"
+    if days == 1:
+        return "due tomorrow"
+    return f"due {due:%a} {due:%b} {due.day}"
+
+
+def _excerpt(text: str, limit: int = 140) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"

@@ -1,0 +1,26 @@
+import pytest
+
+from llm.offline.intents import Intent, parse
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("what's in progress?", Intent("tasks", status="in_progress")),
+        ("show my in-progress tasks", Intent("tasks", status="in_progress")),
+        ("show my tasks in Atlas", Intent("tasks", project_name="Atlas")),
+        ("what's left to do in the Harbor project?", Intent("tasks", status="todo", project_name="Harbor")),
+        ("find tasks about design", Intent("tasks", search="design")),
+        ("find notes about the launch", Intent("notes", search="launch")),
+        ("notes mentioning 'pricing page' in Atlas", Intent("notes", search="pricing page", project_name="Atlas")),
+        ("show my notes", Intent("notes")),
+        ("how many tasks did I complete?", Intent("count_tasks", status="completed")),
+        ("how many tasks are in progress in Harbor", Intent("count_tasks", status="in_progress", project_name="Harbor")),
+        ("list my projects", Intent("projects")),
+        ("hello", Intent("help")),
+        ("write me a poem about the sea", Intent("help")),
+        ("", Intent("help")),
+    ],
+)
+def test_parse(text, expected):
+    assert parse(text) == expected
