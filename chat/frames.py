@@ -24,11 +24,15 @@ class SendMessage(_Frame):
     message: str = Field(max_length=200_000)
 
 
-ClientFrame = Annotated[Union[SendMessage], Field(discriminator="action")]
+class Retry(_Frame):
+    action: Literal["retry"]
+
+
+ClientFrame = Annotated[Union[SendMessage, Retry], Field(discriminator="action")]
 _client_frame = TypeAdapter(ClientFrame)
 
 
-def parse_frame(text_data: str | None, bytes_data: bytes | None, *, max_bytes: int) -> SendMessage:
+def parse_frame(text_data: str | None, bytes_data: bytes | None, *, max_bytes: int) -> SendMessage | Retry:
     if text_data is None:
         raise FrameError("Binary frames are not supported.")
     if len(text_data.encode("utf-8", errors="replace")) > max_bytes:

@@ -1,3 +1,4 @@
+import json
 import uuid
 
 from django.conf import settings
@@ -43,6 +44,9 @@ class Message(models.Model):
     # Tool results: which call they answer.
     tool_call_id = models.CharField(max_length=200, blank=True)
     tool_name = models.CharField(max_length=100, blank=True)
+    # For rows a turn writes (assistant, tool, error): the newest user message that turn answers.
+    # A message sent while a turn runs is newer than its in_reply_to, so it still gets a turn.
+    in_reply_to = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies")
     # Token usage, engine, latency: whatever the turn wants to remember about this message.
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -53,3 +57,16 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
+
+    @property
+    def tool_activity(self) -> list[str]:
+        """One line per tool call, for the muted "looked up…" line in the thread."""
+        lines = []
+        for call in self.tool_calls:
+            try:
+                args = json.loads(call.get("arguments") or "{}")
+            except (TypeError, ValueError):
+                args = {}
+            shown = ", ".join(f"{k}: {v}" for k, v in args.items() if v not in (None, "")) if isinstance(args, dict) else ""
+            lines.append(f"{call.get('name', '?')}({shown})")
+        return lines

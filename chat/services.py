@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from chat.models import Conversation, Message
@@ -42,3 +43,74 @@ def post_user_message(*, user, conversation_id, content: str) -> Message:
 def _title_from(text: str) -> str:
     first_line = " ".join(text.split())
     return first_line if len(first_line) <= TITLE_CHARS else first_line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+# --- Turn persistence: every step of a turn is a row, so nothing lives only in a coroutine.
+
+# A turn is over when it wrote a final answer (no tool calls) or an error.
+TURN_ENDED = Q(role=Message.Role.ERROR) | Q(role=Message.Role.ASSISTANT, tool_calls=[])
+
+
+def needs_reply(*, conversation_id) -> bool:
+    """True when some user message has no finished turn answering it yet.
+
+    Also true after a worker died mid-turn (its tool results are there, its answer is not), so
+    the next turn picks up where that one stopped.
+    """
+    state = Message.objects.filter(conversation_id=conversation_id).aggregate(
+        last_user=Max("id", filter=Q(role=Message.Role.USER)),
+        answered=Max("in_reply_to_id", filter=TURN_ENDED),
+    )
+    return state["last_user"] is not None and (state["answered"] is None or state["last_user"] > state["answered"])
+
+
+def save_assistant_message(
+    *, conversation: Conversation, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict
+) -> Message:
+    return Message.objects.create(
+        conversation=conversation,
+        in_reply_to_id=in_reply_to_id,
+        role=Message.Role.ASSISTANT,
+        content=content,
+        tool_calls=tool_calls,
+        metadata=metadata,
+    )
+
+
+def save_tool_result(
+    *, conversation: Conversation, in_reply_to_id: int, tool_call_id: str, tool_name: str, content: str, is_error: bool
+) -> Message:
+    return Message.objects.create(
+        conversation=conversation,
+        in_reply_to_id=in_reply_to_id,
+        role=Message.Role.TOOL,
+        content=content,
+        tool_call_id=tool_call_id,
+        tool_name=tool_name,
+        metadata={"is_error": is_error},
+    )
+
+
+def record_turn_error(*, conversation: Conversation, in_reply_to_id: int, text: str, detail: dict) -> Message:
+    return Message.objects.create(
+        conversation=conversation, in_reply_to_id=in_reply_to_id, role=Message.Role.ERROR, content=text, metadata=detail
+    )
+
+
+class NothingToRetry(MessageRejected):
+    pass
+
+
+@transaction.atomic
+def prepare_retry(*, user, conversation_id) -> list[int]:
+    """Remove the failed turn's error message(s) so the turn can run again; returns their ids."""
+    conversation = Conversation.objects.select_for_update().get(owner=user, pk=conversation_id)
+    trailing_errors = []
+    for message in conversation.messages.order_by("-created_at", "-id"):
+        if message.role != Message.Role.ERROR:
+            break
+        trailing_errors.append(message.pk)
+    if not trailing_errors:
+        raise NothingToRetry("There is nothing to retry: the last reply did not fail.")
+    Message.objects.filter(pk__in=trailing_errors).delete()
+    return trailing_errors

@@ -4,6 +4,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat import selectors, services
 from chat.models import Conversation
+from llm import client_from_settings
 
 
 @require_GET
@@ -11,7 +12,9 @@ def home(request: HttpRequest) -> HttpResponse:
     conversations = selectors.conversations_for_user(user=request.user)
     if conversations:
         return redirect("chat:conversation", conversation_id=conversations[0].pk)
-    return render(request, "chat/page.html", {"conversations": [], "conversation": None, "messages": []})
+    return render(
+        request, "chat/page.html", {"conversations": [], "conversation": None, "messages": [], "engine": client_from_settings()}
+    )
 
 
 @require_POST
@@ -33,5 +36,6 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
             "conversations": selectors.conversations_for_user(user=request.user),
             "conversation": conversation,
             "messages": selectors.visible_messages(conversation=conversation),
+            "engine": client_from_settings(),
         },
     )

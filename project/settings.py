@@ -147,6 +147,10 @@ LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 AGENT_MAX_LLM_CALLS = env.int("AGENT_MAX_LLM_CALLS", default=8)
+# Messages of history sent with each turn (older ones are dropped at a user-message boundary).
+AGENT_HISTORY_MESSAGES = env.int("AGENT_HISTORY_MESSAGES", default=40)
+# Pause between streamed words of the offline engine, so its replies visibly stream.
+OFFLINE_STREAM_DELAY = env.float("OFFLINE_STREAM_DELAY", default=0.012)
 
 LOGGING = {
     "version": 1,

@@ -6,3 +6,5 @@ os.environ.setdefault("SECRET_KEY", "clarion-test-only-secret-key")
 from project.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+OFFLINE_STREAM_DELAY = env.float("OFFLINE_STREAM_DELAY", default=0.0)  # noqa: F405

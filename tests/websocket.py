@@ -36,3 +36,12 @@ async def receive_all(socket: WebsocketCommunicator, *, quiet_for: float = 0.3) 
     while not await socket.receive_nothing(timeout=quiet_for):
         frames.append(await socket.receive_from())
     return "".join(frames)
+
+
+async def frames_of_turn(socket: WebsocketCommunicator) -> str:
+    """Everything a tab receives while the turn(s) it set off run to the end."""
+    from chat.agent import wait_for_running_turns
+
+    frames = await receive_all(socket)
+    await wait_for_running_turns()
+    return frames + await receive_all(socket)

@@ -118,3 +118,25 @@ def project_stats_for_user(*, user, projects: Iterable[Project] | None = None) -
 def task_status_counts(*, user) -> dict[str, int]:
     counts = dict(Task.objects.filter(owner=user).order_by().values("status").annotate(n=Count("id")).values_list("status", "n"))
     return {status: counts.get(status, 0) for status in Task.Status.values}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The small, always-included view of a workspace (seed 003's limits); tools give the rest."""
+
+    todo: list[Task]
+    in_progress: list[Task]
+    completed_count: int
+    notes: list[Note]
+    projects: list[ProjectStats]
+
+
+def snapshot_for_user(*, user) -> Snapshot:
+    tasks = Task.objects.filter(owner=user).select_related("project").order_by("-created_at", "-id")
+    return Snapshot(
+        todo=list(tasks.filter(status=Task.Status.TODO)[:10]),
+        in_progress=list(tasks.filter(status=Task.Status.IN_PROGRESS)[:5]),
+        completed_count=Task.objects.filter(owner=user, status=Task.Status.COMPLETED).count(),
+        notes=list(Note.objects.filter(owner=user).select_related("project").order_by("-updated_at", "-id")[:15]),
+        projects=project_stats_for_user(user=user),
+    )

@@ -58,10 +58,15 @@ async def test_message_round_trip_reaches_every_tab(conversation, alice):
     assert broadcast_b in frames_a
     (composer,) = frames_a - {broadcast_b}
     assert 'id="composer"' in composer
-    assert await tab_b.receive_nothing()
+    # Then the assistant's turn streams into both tabs (the offline engine answers "hello").
+    reply_a, reply_b = await receive_all(tab_a), await receive_all(tab_b)
+    assert 'class="message message-assistant streaming"' in reply_b
+    assert "offline engine" in reply_a and "offline engine" in reply_b
 
-    saved = await sync_to_async(lambda: list(Message.objects.values_list("role", "content", "conversation__title")))()
-    assert saved == [("user", "hello <b>team</b>", "hello <b>team</b>")]
+    saved = await sync_to_async(lambda: list(Message.objects.values_list("role", "conversation__title")))()
+    assert saved == [("user", "hello <b>team</b>"), ("assistant", "hello <b>team</b>")]
+    user_message = await sync_to_async(Message.objects.get)(role="user")
+    assert user_message.content == "hello <b>team</b>"
     await tab_a.disconnect()
     await tab_b.disconnect()
 
@@ -88,10 +93,10 @@ async def test_malformed_frames_get_an_error_frame_and_the_socket_stays_up(conve
     assert expected_error in error
     assert await message_count() == 0
 
-    # Still open: a good frame afterwards works.
+    # Still open: a good frame afterwards works (and gets its reply).
     await socket.send_to(text_data=form_frame(action="send_message", message="still here"))
     assert "still here" in await receive_all(socket)
-    assert await message_count() == 1
+    assert await message_count() == 2
     await socket.disconnect()
 
 

@@ -87,7 +87,8 @@ def daphne_server(django_db_setup, django_db_blocker):
     (ROOT / ".data").mkdir(exist_ok=True)
     with django_db_blocker.unblock():
         database_name = connection.settings_dict["NAME"]
-    server = DaphneServer(database_name=database_name).start()
+    # A visible per-word pause, so the tests see the reply stream rather than land whole.
+    server = DaphneServer(database_name=database_name, extra_env={"OFFLINE_STREAM_DELAY": "0.02"}).start()
     yield server
     server.stop()
 
@@ -123,6 +124,13 @@ def browser_context(browser):
     context.set_default_timeout(10_000)
     yield context
     context.close()
+
+
+def start_conversation(page, base_url: str) -> None:
+    page.goto(f"{base_url}/chat/")
+    page.get_by_role("button", name="New conversation").click()
+    page.wait_for_url(f"{base_url}/chat/*/")
+    wait_for_socket(page)
 
 
 def log_in(page, base_url: str, username: str, password: str) -> None:

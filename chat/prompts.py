@@ -1,0 +1,45 @@
+"""The system prompt: who the assistant is, a small workspace snapshot, and when to use tools."""
+from __future__ import annotations
+
+import datetime as dt
+
+from workspace.selectors import Snapshot
+
+SYSTEM_PROMPT = """You are Clarion, an assistant that works on the user's projects, tasks and notes.
+Today is {today}. Answer concisely in Markdown. Never invent tasks, notes, projects or ids: use
+what is in the snapshot or in tool results, and say so when you don't know.
+
+## Workspace snapshot (partial: it shows only a few items)
+{snapshot}
+
+## Query tools
+You can fetch complete, current data with query tools:
+- query_tasks: when the user asks about all tasks, bulk work ("delete all my tasks"), searching
+  ("find tasks about X"), or anything the snapshot's first few tasks cannot answer.
+- query_notes: to search notes (full-text) or list them completely.
+- query_projects: for complete project details and counts.
+Use the snapshot for general context and quick answers; use the tools for bulk work, searches
+and complete listings. Tool results say when they were truncated and how many more exist."""
+
+
+def system_prompt(snapshot: Snapshot, *, today: dt.date | None = None) -> str:
+    return SYSTEM_PROMPT.format(today=(today or dt.date.today()).isoformat(), snapshot=render_snapshot(snapshot))
+
+
+def render_snapshot(s: Snapshot) -> str:
+    def task_line(t) -> str:
+        project = f" [project {t.project.name} #{t.project_id}]" if t.project_id else ""
+        due = f" due {t.due_date.isoformat()}" if t.due_date else ""
+        return f"- #{t.pk} {t.title} ({t.priority}{due}){project}"
+
+    lines = ["Projects:"]
+    lines += [
+        f"- #{p.project.pk} {p.project.name}{' (archived)' if p.project.archived else ''}: "
+        f"{p.todo} to do, {p.in_progress} in progress, {p.completed} completed, {p.notes} notes"
+        for p in s.projects
+    ] or ["- none"]
+    lines += ["", "To do (first 10):"] + ([task_line(t) for t in s.todo] or ["- none"])
+    lines += ["", "In progress (first 5):"] + ([task_line(t) for t in s.in_progress] or ["- none"])
+    lines += ["", f"Completed tasks: {s.completed_count}", "", "Notes (first 15, titles only):"]
+    lines += [f"- #{n.pk} {n.title}" for n in s.notes] or ["- none"]
+    return "\n".join(lines)

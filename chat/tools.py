@@ -1,0 +1,179 @@
+"""The tool registry: what the model may call, with pydantic-validated arguments.
+
+The acting user is injected here by the app, never an argument the model sees or controls. A
+bad call (unknown tool, malformed JSON, invalid arguments, a project that isn't the user's)
+becomes a tool error the model can read and correct; it never raises out of the turn.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from llm import ToolCall, ToolSpec
+from workspace import selectors as workspace
+from workspace.models import Note, Project, Task
+
+NOTE_CONTENT_CHARS = 2000
+
+
+class ToolError(Exception):
+    """A failure the model should read and may correct."""
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QueryTasksArgs(_Args):
+    status: Literal["todo", "in_progress", "completed", "all"] = Field("all", description="Filter by status; 'all' for everything.")
+    project_id: int | None = Field(None, description="Only tasks in this project (an id from query_projects).")
+    search: str | None = Field(None, max_length=200, description="Case-insensitive text the task title must contain.")
+    limit: int = Field(100, ge=1, le=500, description="Max results (default 100, max 500).")
+
+
+class QueryNotesArgs(_Args):
+    project_id: int | None = Field(None, description="Only notes in this project (an id from query_projects).")
+    search_term: str | None = Field(None, max_length=200, description="Full-text search over title and content.")
+    limit: int = Field(50, ge=1, le=200, description="Max results (default 50, max 200).")
+
+
+class QueryProjectsArgs(_Args):
+    include_stats: bool = Field(True, description="Include task counts by status and note counts.")
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    arguments: type[_Args]
+    run: Callable[..., dict]
+
+    def spec(self) -> ToolSpec:
+        schema = self.arguments.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: str  # JSON text handed back to the model
+    is_error: bool
+
+
+def _owned_project_id(user, project_id: int | None) -> int | None:
+    if project_id is None:
+        return None
+    try:
+        return workspace.project_for_user(user=user, project_id=project_id).pk
+    except Project.DoesNotExist:
+        raise ToolError(f"Project {project_id} was not found. Call query_projects to see the valid ids.") from None
+
+
+def _page_fields(page: workspace.Page) -> dict:
+    return {"returned": len(page.items), "total": page.total, "truncated": page.truncated, "more": page.more}
+
+
+def _project_ref(project: Project | None) -> dict | None:
+    return None if project is None else {"id": project.pk, "name": project.name}
+
+
+def _task(task: Task) -> dict:
+    return {
+        "id": task.pk,
+        "title": task.title,
+        "status": task.status,
+        "priority": task.priority,
+        "due_date": task.due_date.isoformat() if task.due_date else None,
+        "project": _project_ref(task.project),
+    }
+
+
+def _note(note: Note) -> dict:
+    content = note.content
+    return {
+        "id": note.pk,
+        "title": note.title,
+        "content": content[:NOTE_CONTENT_CHARS],
+        "content_truncated": len(content) > NOTE_CONTENT_CHARS,
+        "project": _project_ref(note.project),
+        "updated_at": note.updated_at.isoformat(),
+    }
+
+
+def query_tasks(user, args: QueryTasksArgs) -> dict:
+    project_id = _owned_project_id(user, args.project_id)
+    page = workspace.tasks_for_user(user=user, status=args.status, project_id=project_id, search=args.search, limit=args.limit)
+    return {"tasks": [_task(t) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
+
+
+def query_notes(user, args: QueryNotesArgs) -> dict:
+    project_id = _owned_project_id(user, args.project_id)
+    page = workspace.notes_for_user(user=user, project_id=project_id, search_term=args.search_term, limit=args.limit)
+    return {"notes": [_note(n) for n in page.items], **_page_fields(page), "filters": args.model_dump()}
+
+
+def query_projects(user, args: QueryProjectsArgs) -> dict:
+    projects = workspace.projects_for_user(user=user)
+    stats = {s.project.pk: s for s in workspace.project_stats_for_user(user=user, projects=projects)} if args.include_stats else {}
+    rows = []
+    for project in projects:
+        row = {"id": project.pk, "name": project.name, "description": project.description, "archived": project.archived}
+        if project.pk in stats:
+            s = stats[project.pk]
+            row["stats"] = {"todo": s.todo, "in_progress": s.in_progress, "completed": s.completed, "tasks": s.tasks, "notes": s.notes}
+        rows.append(row)
+    return {"projects": rows, "total": len(rows)}
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in [
+        Tool(
+            "query_tasks",
+            "List the user's tasks with optional filters. Use for complete listings, bulk work and searching; "
+            "the workspace snapshot only shows a few tasks.",
+            QueryTasksArgs,
+            query_tasks,
+        ),
+        Tool(
+            "query_notes",
+            "List or full-text search the user's notes (title and content).",
+            QueryNotesArgs,
+            query_notes,
+        ),
+        Tool("query_projects", "List the user's projects, optionally with task and note counts.", QueryProjectsArgs, query_projects),
+    ]
+}
+
+
+def tool_specs() -> list[ToolSpec]:
+    return [tool.spec() for tool in TOOLS.values()]
+
+
+def execute(*, user, call: ToolCall) -> ToolOutcome:
+    """Run one tool call for `user`. Synchronous (ORM); callers in async code wrap it."""
+    try:
+        tool = TOOLS.get(call.name)
+        if tool is None:
+            raise ToolError(f"Unknown tool '{call.name}'. Available tools: {', '.join(TOOLS)}.")
+        result = tool.run(user, _parse_arguments(tool, call.arguments))
+    except ToolError as exc:
+        return ToolOutcome(content=json.dumps({"error": str(exc)}), is_error=True)
+    return ToolOutcome(content=json.dumps(result, ensure_ascii=False), is_error=False)
+
+
+def _parse_arguments(tool: Tool, raw: str) -> _Args:
+    try:
+        data = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        raise ToolError(f"The arguments for {tool.name} are not valid JSON ({exc.msg}). Send a JSON object.") from None
+    if not isinstance(data, dict):
+        raise ToolError(f"The arguments for {tool.name} must be a JSON object.")
+    try:
+        return tool.arguments.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors())
+        raise ToolError(f"Invalid arguments for {tool.name}: {problems}. Fix them and call the tool again.") from None

@@ -1,0 +1,235 @@
+"""The agent loop against a fake OpenAI-compatible server, over real HTTP through the real SDK."""
+import asyncio
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+
+from chat import agent, services
+from chat.models import Message
+from tests.conftest import build_workspace
+from tests.fake_openai import Reply
+from tests.websocket import form_frame, frames_of_turn, open_socket, receive_all
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def workspace(alice, bob):
+    return {"alice": build_workspace(alice, tag="alice"), "bob": build_workspace(bob, tag="bob")}
+
+
+@database_sync_to_async
+def ask(user, text):
+    conversation = services.start_conversation(user=user)
+    services.post_user_message(user=user, conversation_id=conversation.pk, content=text)
+    return conversation
+
+
+@database_sync_to_async
+def thread(conversation):
+    return list(conversation.messages.order_by("created_at", "id").values("role", "content", "tool_name", "tool_calls", "metadata"))
+
+
+def tool_results(rows):
+    return [json.loads(r["content"]) for r in rows if r["role"] == "tool"]
+
+
+async def test_query_tool_round_trip_is_scoped_to_the_acting_user(model_endpoint, workspace, alice):
+    model_endpoint.script(Reply.tool_call("query_tasks", {"status": "all"}), Reply.text("You have four tasks."))
+    conversation = await ask(alice, "show all my tasks")
+
+    await agent.run_pending_turns(conversation.pk)
+
+    rows = await thread(conversation)
+    assert [r["role"] for r in rows] == ["user", "assistant", "tool", "assistant"]
+    (result,) = tool_results(rows)
+    assert result["total"] == 4 and all("alice" in t["title"] for t in result["tasks"])
+    assert rows[-1]["content"] == "You have four tasks."
+    # The second model call saw the tool result, and the system prompt carried the snapshot.
+    second = model_endpoint.requests[1]["messages"]
+    assert second[0]["role"] == "system" and "design homepage alice" in second[0]["content"]
+    assert "bob" not in second[0]["content"]
+    assert second[-1]["role"] == "tool" and json.loads(second[-1]["content"])["total"] == 4
+    assert {t["function"]["name"] for t in model_endpoint.requests[0]["tools"]} == {"query_tasks", "query_notes", "query_projects"}
+    assert rows[-1]["metadata"]["usage"]["total_tokens"] > 0
+
+
+async def test_another_users_project_id_is_reported_as_not_found(model_endpoint, workspace, alice):
+    bobs_project = workspace["bob"]["projects"][0]
+    model_endpoint.script(Reply.tool_call("query_tasks", {"project_id": bobs_project.pk}), Reply.text("Not found."))
+    conversation = await ask(alice, "tasks in that other project")
+    await agent.run_pending_turns(conversation.pk)
+    rows = await thread(conversation)
+    (result,) = tool_results(rows)
+    assert result == {"error": f"Project {bobs_project.pk} was not found. Call query_projects to see the valid ids."}
+    assert "bob" not in json.dumps(model_endpoint.requests[1]["messages"][1:])
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (Reply.tool_call("drop_database", {}), "Unknown tool 'drop_database'. Available tools: query_tasks, query_notes, query_projects."),
+        (Reply.tool_call("query_tasks", "{status: todo"), "The arguments for query_tasks are not valid JSON"),
+        (Reply.tool_call("query_tasks", {"status": "someday"}), "Invalid arguments for query_tasks: status: Input should be"),
+        (Reply.tool_call("query_tasks", {"limit": 5000}), "limit: Input should be less than or equal to 500"),
+        (Reply.tool_call("query_notes", {"owner_id": 2}), "owner_id: Extra inputs are not permitted"),
+        (Reply.tool_call("query_tasks", "[1, 2]"), "must be a JSON object"),
+    ],
+)
+async def test_bad_tool_calls_become_correctable_tool_errors(model_endpoint, workspace, alice, call, expected):
+    model_endpoint.script(call, Reply.tool_call("query_tasks", {"status": "todo"}), Reply.text("Fixed it."))
+    conversation = await ask(alice, "what do I have to do?")
+    await agent.run_pending_turns(conversation.pk)
+    rows = await thread(conversation)
+    error, corrected = tool_results(rows)
+    assert expected in error["error"]
+    assert corrected["total"] == 2  # the model corrected itself and the turn finished
+    assert rows[-1]["content"] == "Fixed it."
+
+
+async def test_endpoint_down_ends_the_turn_with_a_retryable_error_and_keeps_the_message(settings, alice):
+    settings.LLM_BASE_URL = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+    settings.LLM_API_KEY = "sk-test"
+    settings.LLM_MAX_RETRIES = 0
+    conversation = await ask(alice, "hello?")
+    await agent.run_pending_turns(conversation.pk)
+    rows = await thread(conversation)
+    assert [r["role"] for r in rows] == ["user", "error"]
+    assert rows[0]["content"] == "hello?"
+    assert "could not be reached" in rows[1]["content"] and rows[1]["metadata"]["kind"] == "connection"
+
+
+async def test_timeout_ends_the_turn_and_retry_works(model_endpoint, alice):
+    model_endpoint.script(Reply.text("too slow", delay=3), Reply.text("too slow", delay=3), Reply.text("Here now."))
+    conversation = await ask(alice, "are you there?")
+    started = asyncio.get_running_loop().time()
+    await agent.run_pending_turns(conversation.pk)
+    assert asyncio.get_running_loop().time() - started < 4  # 2 attempts × 1 s timeout + backoff
+    rows = await thread(conversation)
+    assert rows[-1]["role"] == "error" and rows[-1]["metadata"] == {"kind": "timeout", "status": None, "attempts": 2}
+    assert "did not answer within" in rows[-1]["content"]
+
+    # Retry: through the websocket, as the Retry button does.
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="retry"))
+    frames = await frames_of_turn(socket)
+    assert 'hx-swap-oob="delete"' in frames and "Here now." in frames
+    assert [r["role"] for r in await thread(conversation)] == ["user", "assistant"]
+    await socket.disconnect()
+
+
+async def test_retry_with_nothing_failed_says_so(alice):
+    conversation = await ask(alice, "hi")
+    await agent.run_pending_turns(conversation.pk)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="retry"))
+    assert "nothing to retry" in await receive_all(socket)
+    await socket.disconnect()
+
+
+@pytest.mark.parametrize(
+    "reply, kind, requests",
+    [
+        (Reply.garbage(), "invalid_response", 2),
+        (Reply.error(400, "context length exceeded"), "bad_request", 1),
+        (Reply.error(500, "upstream exploded"), "server", 2),
+    ],
+)
+async def test_model_failures_end_the_turn_visibly(model_endpoint, alice, reply, kind, requests):
+    model_endpoint.script(reply, reply)
+    conversation = await ask(alice, "hello")
+    await agent.run_pending_turns(conversation.pk)
+    rows = await thread(conversation)
+    assert [r["role"] for r in rows] == ["user", "error"] and rows[1]["metadata"]["kind"] == kind
+    assert len(model_endpoint.requests) == requests
+
+
+async def test_stream_cut_halfway_restarts_and_completes(model_endpoint, alice):
+    model_endpoint.script(Reply.text("one two three four five six", cut_after=2), Reply.text("Complete answer here."))
+    conversation = await ask(alice, "tell me")
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    frames = await frames_of_turn(socket)  # connecting resumed the unanswered message
+    assert "retrying" in frames and "Complete answer here." in frames
+    rows = await thread(conversation)
+    assert rows[-1]["content"] == "Complete answer here." and rows[-1]["metadata"]["attempts"] == 2
+    await socket.disconnect()
+
+
+async def test_turn_stops_at_the_llm_call_cap(model_endpoint, settings, alice):
+    settings.AGENT_MAX_LLM_CALLS = 3
+    model_endpoint.script(*[Reply.tool_call("query_projects", {})] * 3)
+    conversation = await ask(alice, "loop forever")
+    await agent.run_pending_turns(conversation.pk)
+    rows = await thread(conversation)
+    assert len(model_endpoint.requests) == 3
+    assert rows[-1]["role"] == "error" and "stopped after 3 model calls" in rows[-1]["content"]
+
+
+async def test_model_markdown_is_sanitized(model_endpoint, alice):
+    model_endpoint.script(Reply.text("**Bold** <script>alert(1)</script> [x](javascript:alert(1)) <img src=x onerror=alert(1)>"))
+    conversation = await ask(alice, "format something")
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    final = (await frames_of_turn(socket)).split('class="message message-assistant"')[-1]
+    assert "<strong>Bold</strong>" in final
+    assert "<script" not in final and "javascript:" not in final and "onerror" not in final
+    await socket.disconnect()
+
+
+async def test_streaming_reaches_two_tabs(model_endpoint, alice):
+    model_endpoint.script(Reply.text("alpha beta gamma delta epsilon", chunk_delay=0.06))
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    tabs = [await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice) for _ in range(2)]
+    for tab in tabs:
+        await tab.connect()
+    await tabs[0].send_to(text_data=form_frame(action="send_message", message="greek letters please"))
+    for tab in tabs:
+        frames = await frames_of_turn(tab)
+        assert frames.count("-body\" hx-swap-oob=\"beforeend\"") >= 2  # several deltas, not one blob
+        assert "alpha beta gamma delta epsilon" in frames
+        await tab.disconnect()
+
+
+async def test_one_turn_at_a_time_per_conversation(model_endpoint, alice):
+    model_endpoint.script(Reply.text("only once", delay=0.3))
+    conversation = await ask(alice, "race")
+    await asyncio.gather(*(agent.run_pending_turns(conversation.pk) for _ in range(3)))
+    rows = await thread(conversation)
+    assert [r["role"] for r in rows] == ["user", "assistant"]
+    assert len(model_endpoint.requests) == 1
+
+
+async def test_a_message_sent_during_a_turn_is_answered_after_it(model_endpoint, alice):
+    model_endpoint.script(Reply.text("first answer", delay=0.4), Reply.text("second answer"))
+    conversation = await ask(alice, "first")
+    running = asyncio.create_task(agent.run_pending_turns(conversation.pk))
+    await asyncio.sleep(0.1)
+    await database_sync_to_async(services.post_user_message)(user=alice, conversation_id=conversation.pk, content="second")
+    await agent.run_pending_turns(conversation.pk)  # finds the lock taken and leaves it to the running turn
+    await running
+    # Stored chronologically: "second" arrived while the first turn was running…
+    assert [(r["role"], r["content"]) for r in await thread(conversation)] == [
+        ("user", "first"), ("user", "second"), ("assistant", "first answer"), ("assistant", "second answer"),
+    ]  # fmt: skip
+    # …but the model saw each answer right after its question.
+    seen = [(m["role"], m["content"]) for m in model_endpoint.requests[1]["messages"][1:]]
+    assert seen == [("user", "first"), ("assistant", "first answer"), ("user", "second")]
+
+
+@database_sync_to_async
+def message_rows():
+    return Message.objects.count()
+
+
+async def test_twenty_thousand_character_message_is_rejected_with_the_limit(alice, model_endpoint):
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="send_message", message="y" * 20_000))
+    assert "That message is 20,000 characters; the limit is 8,000" in await receive_all(socket)
+    assert await message_rows() == 0 and model_endpoint.requests == []
+    await socket.disconnect()

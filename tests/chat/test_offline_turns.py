@@ -1,0 +1,95 @@
+"""The offline engine end to end: real turns, real tools, the seeded demo workspace."""
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+
+from chat import agent, services
+from workspace.demo_content import seed_demo_workspace
+from workspace.models import Task
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def demo(alice, bob):
+    seed_demo_workspace(user=alice)
+    seed_demo_workspace(user=bob)  # same titles, other owner: must never show up for alice
+    return alice
+
+
+@database_sync_to_async
+def turn_rows(user, text):
+    conversation = services.start_conversation(user=user)
+    services.post_user_message(user=user, conversation_id=conversation.pk, content=text)
+    return conversation
+
+
+async def answer(user, text) -> tuple[str, list[dict]]:
+    conversation = await turn_rows(user, text)
+    await agent.run_pending_turns(conversation.pk)
+    rows = await database_sync_to_async(lambda: list(conversation.messages.order_by("id").values("role", "content", "tool_calls")))()
+    calls = [json.loads(c["arguments"]) | {"tool": c["name"]} for r in rows for c in r["tool_calls"]]
+    assert rows[-1]["role"] == "assistant"
+    return rows[-1]["content"], calls
+
+
+@database_sync_to_async
+def titles(user, **filters):
+    return list(Task.objects.filter(owner=user, **filters).values_list("title", flat=True))
+
+
+async def test_whats_in_progress_lists_every_in_progress_task(demo):
+    reply, calls = await answer(demo, "what's in progress?")
+    assert calls == [{"tool": "query_tasks", "status": "in_progress", "limit": 50}]
+    expected = await titles(demo, status="in_progress")
+    assert f"({len(expected)})" in reply
+    for title in expected:
+        assert title in reply
+
+
+async def test_tasks_in_a_project_resolves_the_project_first(demo):
+    reply, calls = await answer(demo, "show my tasks in Atlas")
+    assert [c["tool"] for c in calls] == ["query_projects", "query_tasks"]
+    atlas_tasks = await titles(demo, project__name="Atlas")
+    assert all(t in reply for t in atlas_tasks)
+    assert not any(t in reply for t in await titles(demo, project__name="Harbor"))
+
+
+async def test_unknown_project_is_answered_honestly(demo):
+    reply, _ = await answer(demo, "show my tasks in Zephyr")
+    assert "couldn't find a project called “Zephyr”" in reply and "**Atlas**" in reply
+
+
+async def test_find_notes_about_the_launch(demo):
+    reply, calls = await answer(demo, "find notes about the launch")
+    assert calls == [{"tool": "query_notes", "search_term": "launch", "limit": 20}]
+    assert "Launch plan for the Atlas relaunch" in reply
+
+
+async def test_how_many_tasks_did_i_complete(demo):
+    reply, calls = await answer(demo, "how many tasks did I complete?")
+    completed = len(await titles(demo, status="completed"))
+    assert reply == f"You have completed **{completed}** tasks."
+    assert calls == [{"tool": "query_tasks", "status": "completed", "limit": 1}]
+
+
+async def test_search_tasks(demo):
+    reply, _ = await answer(demo, "find tasks about design")
+    design = [t for t in await titles(demo) if "design" in t.lower()]
+    assert design and all(t in reply for t in design)
+
+
+async def test_list_projects_with_stats(demo):
+    reply, _ = await answer(demo, "list my projects")
+    assert "You have 3 projects" in reply and "**Harbor**" in reply and "in progress" in reply
+
+
+async def test_anything_else_gets_an_honest_capability_answer(demo):
+    reply, calls = await answer(demo, "write me a poem about the sea")
+    assert calls == [] and "offline engine" in reply and "LLM_BASE_URL" in reply
+
+
+async def test_empty_workspace_says_so(charlie):
+    reply, _ = await answer(charlie, "what's in progress?")
+    assert reply == "You have no in-progress tasks."
