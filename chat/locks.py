@@ -1,7 +1,9 @@
 """One turn at a time per conversation, across every worker: a Postgres session advisory lock.
 
-The lock lives on its own connection for the length of the turn, so it is released when the turn
-ends — or when the process dies, since Postgres drops a dead session's locks.
+The lock lives on a connection of its own for the length of the turn, so it is released when the
+turn ends — or when the process dies, since Postgres drops a dead session's locks. Idle lock
+connections are kept for the next turn: opening one costs more than the rest of a turn's
+bookkeeping together.
 """
 from __future__ import annotations
 
@@ -11,6 +13,9 @@ from typing import AsyncIterator
 
 import psycopg
 from django.db import connection
+
+MAX_IDLE_CONNECTIONS = 8
+_idle: list[psycopg.AsyncConnection] = []
 
 
 def _conninfo() -> str:
@@ -25,12 +30,40 @@ def lock_key(conversation_id: uuid.UUID) -> int:
     return int.from_bytes(uuid.UUID(str(conversation_id)).bytes[:8], "big", signed=True)
 
 
+async def _checkout() -> psycopg.AsyncConnection:
+    conninfo = _conninfo()
+    while _idle:
+        conn = _idle.pop()
+        # Connections made for another database (tests switch to the test database) are dropped.
+        if not conn.closed and conn.info.dbname == connection.settings_dict["NAME"]:
+            return conn
+        await conn.close()
+    return await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+
+
 @asynccontextmanager
 async def conversation_turn_lock(conversation_id: uuid.UUID) -> AsyncIterator[bool]:
     """Yields True when this caller holds the conversation's turn lock, False when another does."""
-    conn = await psycopg.AsyncConnection.connect(_conninfo(), autocommit=True)
+    key = lock_key(conversation_id)
+    conn = await _checkout()
+    reusable = False
     try:
-        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [lock_key(conversation_id)])).fetchone()
-        yield bool(row[0])
+        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone()
+        acquired = bool(row[0])
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", [key])
+        reusable = True
     finally:
-        await conn.close()
+        if reusable and len(_idle) < MAX_IDLE_CONNECTIONS:
+            _idle.append(conn)
+        else:
+            await conn.close()  # closing the session releases any lock it still holds
+
+
+def discard_idle_connections() -> None:
+    """Close pooled lock connections without an event loop (process shutdown, test teardown)."""
+    while _idle:
+        _idle.pop().pgconn.finish()

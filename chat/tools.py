@@ -6,6 +6,7 @@ becomes a tool error the model can read and correct; it never raises out of the 
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Callable, Literal
@@ -149,7 +150,9 @@ TOOLS: dict[str, Tool] = {
 }
 
 
+@functools.cache
 def tool_specs() -> list[ToolSpec]:
+    # Static, and generating JSON schemas is the slowest part of a turn's bookkeeping.
     return [tool.spec() for tool in TOOLS.values()]
 
 

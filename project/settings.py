@@ -83,18 +83,23 @@ TEMPLATES = [
 ]
 
 # --- Database: Postgres always. DATABASE_URL wins; otherwise the embedded server in .data/postgres.
+# DATABASE_NAME overrides the name from either source: a test starts server processes on the
+# test database with it, a benchmark uses its own database (created on the embedded server).
+DATABASE_NAME = env("DATABASE_NAME", default="")
 if env("DATABASE_URL", default=""):
     DATABASES = {"default": env.db_url("DATABASE_URL")}
     DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+    if DATABASE_NAME:
+        DATABASES["default"]["NAME"] = DATABASE_NAME
 else:
     try:
-        DATABASES = {"default": embedded_database_settings(DATA_DIR)}
+        DATABASES = {"default": embedded_database_settings(DATA_DIR, database=DATABASE_NAME or "clarion")}
     except PostgresUnavailable as exc:
         sys.exit(f"clarion: {exc}")
-if database_name := env("DATABASE_NAME", default=""):
-    # Lets a test start a second server process on the test database.
-    DATABASES["default"]["NAME"] = database_name
-DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
+# Persistent connections: every database_sync_to_async hop would otherwise pay for a new
+# Postgres backend (~5 ms each, several per agent turn). Health checks drop dead ones.
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -29,6 +29,14 @@ def charlie(make_user):
     return make_user("charlie")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _close_lock_connections_before_dropping_the_test_database(django_db_setup):
+    yield
+    from chat.locks import discard_idle_connections
+
+    discard_idle_connections()
+
+
 def build_workspace(user, *, tag: str) -> dict:
     """A small workspace whose every title carries `tag`, so leaks between users are visible."""
     atlas = workspace_services.create_project(user=user, name=f"Atlas {tag}")

@@ -131,12 +131,37 @@ class Snapshot:
     projects: list[ProjectStats]
 
 
+SNAPSHOT_TODO = 10
+SNAPSHOT_IN_PROGRESS = 5
+SNAPSHOT_NOTES = 15
+
+
 def snapshot_for_user(*, user) -> Snapshot:
-    tasks = Task.objects.filter(owner=user).select_related("project").order_by("-created_at", "-id")
+    """Four queries, whatever the workspace's size: it is built at the start of every turn."""
+    newest = Task.objects.filter(owner=user).select_related("project").order_by("-created_at", "-id")
+    first_tasks = newest.filter(status=Task.Status.TODO)[:SNAPSHOT_TODO].union(
+        newest.filter(status=Task.Status.IN_PROGRESS)[:SNAPSHOT_IN_PROGRESS], all=True
+    )
+    first_tasks = sorted(first_tasks, key=lambda t: (t.created_at, t.pk), reverse=True)
+    counts = Task.objects.filter(owner=user).order_by().values_list("project_id", "status").annotate(n=Count("id"))
+    by_project: dict[int | None, dict[str, int]] = {}
+    for project_id, status, n in counts:
+        by_project.setdefault(project_id, {s: 0 for s in Task.Status.values})[status] = n
+    projects = Project.objects.filter(owner=user).annotate(note_count=Count("notes")).order_by("archived", "name", "id")
+    empty = {s: 0 for s in Task.Status.values}
     return Snapshot(
-        todo=list(tasks.filter(status=Task.Status.TODO)[:10]),
-        in_progress=list(tasks.filter(status=Task.Status.IN_PROGRESS)[:5]),
-        completed_count=Task.objects.filter(owner=user, status=Task.Status.COMPLETED).count(),
-        notes=list(Note.objects.filter(owner=user).select_related("project").order_by("-updated_at", "-id")[:15]),
-        projects=project_stats_for_user(user=user),
+        todo=[t for t in first_tasks if t.status == Task.Status.TODO],
+        in_progress=[t for t in first_tasks if t.status == Task.Status.IN_PROGRESS],
+        completed_count=sum(c[Task.Status.COMPLETED] for c in by_project.values()),
+        notes=list(Note.objects.filter(owner=user).select_related("project").order_by("-updated_at", "-id")[:SNAPSHOT_NOTES]),
+        projects=[
+            ProjectStats(
+                project=p,
+                todo=by_project.get(p.pk, empty)[Task.Status.TODO],
+                in_progress=by_project.get(p.pk, empty)[Task.Status.IN_PROGRESS],
+                completed=by_project.get(p.pk, empty)[Task.Status.COMPLETED],
+                notes=p.note_count,
+            )
+            for p in projects
+        ],
     )

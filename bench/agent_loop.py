@@ -1,0 +1,128 @@
+"""Agent-loop overhead per LLM round trip: time spent in Clarion, not in the model.
+
+Runs real turns (advisory lock, history + snapshot queries, tool execution, message rows,
+channel-layer publishing to a listening tab) against the fake OpenAI-compatible server with
+zero delay, through the real SDK. The time spent awaiting the model's stream is measured
+separately and subtracted; what remains, divided by the turn's LLM calls, is the overhead.
+
+    DATABASE_NAME=clarion_bench_loop .venv/bin/python bench/agent_loop.py [--turns 200]
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+os.environ.setdefault("SECRET_KEY", "bench-only")
+os.environ.setdefault("DATABASE_NAME", "clarion_bench_loop")
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+import django  # noqa: E402
+
+django.setup()
+
+from channels.db import database_sync_to_async  # noqa: E402
+from channels.layers import get_channel_layer  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+from chat import agent, services  # noqa: E402
+from llm import client_from_settings  # noqa: E402
+from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
+from workspace.demo_content import seed_demo_workspace  # noqa: E402
+
+
+class TimedClient:
+    """Wraps the real client and adds up only the time spent waiting on the model."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.is_offline = inner, inner.name, inner.is_offline
+        self.model_seconds = 0.0
+        self.calls = 0
+
+    async def stream(self, messages, **kwargs):
+        self.calls += 1
+        events = self.inner.stream(messages, **kwargs).__aiter__()
+        while True:
+            started = time.perf_counter()
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                self.model_seconds += time.perf_counter() - started
+                return
+            self.model_seconds += time.perf_counter() - started
+            yield event
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def run_scenario(name: str, replies_per_turn: list[Reply], *, turns: int, user, fake: FakeOpenAI) -> dict:
+    layer = get_channel_layer()
+    overheads = []
+    for _ in range(turns):
+        conversation = await database_sync_to_async(services.start_conversation)(user=user)
+        tab = await layer.new_channel()  # one open tab listening, as in real use
+        await layer.group_add(conversation.group_name, tab)
+        await database_sync_to_async(services.post_user_message)(user=user, conversation_id=conversation.pk, content="what's in progress?")
+        fake.script(*replies_per_turn)
+        client = TimedClient(client_from_settings())
+        started = time.perf_counter()
+        for _ in range(agent.MAX_TURNS_PER_LOCK):
+            if not await database_sync_to_async(services.needs_reply)(conversation_id=conversation.pk):
+                break
+            async with agent.conversation_turn_lock(conversation.pk):
+                await agent.Turn(conversation.pk, client=client).run()
+        total = time.perf_counter() - started
+        overheads.append((total - client.model_seconds) / client.calls)
+        await layer.group_discard(conversation.group_name, tab)
+    ms = [o * 1000 for o in overheads]
+    return {
+        "scenario": name,
+        "turns": turns,
+        "llm_calls": len(replies_per_turn),
+        "p50": statistics.median(ms),
+        "p99": percentile(ms, 0.99),
+        "mean": statistics.fmean(ms),
+    }
+
+
+async def main(turns: int) -> None:
+    user, created = await database_sync_to_async(get_user_model().objects.get_or_create)(username="bench-loop")
+    if created:
+        await database_sync_to_async(seed_demo_workspace)(user=user)
+    words = " ".join(["word"] * 60)
+    with FakeOpenAI(default=None) as fake:
+        settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = fake.base_url, "sk-bench", "fake"
+        settings.LLM_MAX_RETRIES = 0
+        await run_scenario("warm-up", [Reply.text("ok")], turns=10, user=user, fake=fake)
+        rows = [
+            await run_scenario("text reply (60 words streamed)", [Reply.text(words)], turns=turns, user=user, fake=fake),
+            await run_scenario(
+                "query_tasks tool call, then text", [Reply.tool_call("query_tasks", {"status": "all", "limit": 100}), Reply.text(words)],
+                turns=turns, user=user, fake=fake,
+            ),
+        ]  # fmt: skip
+    print(f"\nAgent-loop overhead per LLM round trip ({turns} turns each, fake model at zero delay)\n")
+    print("| scenario | LLM calls/turn | p50 ms | p99 ms | mean ms | target p50 < 15 ms |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        verdict = "met" if r["p50"] < 15 else "MISSED"
+        print(f"| {r['scenario']} | {r['llm_calls']} | {r['p50']:.2f} | {r['p99']:.2f} | {r['mean']:.2f} | {verdict} |")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=200)
+    call_command("migrate", verbosity=0)
+    asyncio.run(main(parser.parse_args().turns))
