@@ -2,6 +2,7 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVector
 from django.db import models
+from django.db.models import F
 from django.db.models.functions import Upper
 
 
@@ -59,8 +60,9 @@ class Task(models.Model):
             models.Index(fields=["owner", "status", "-created_at", "-id"], name="task_owner_status_created"),
             models.Index(fields=["owner", "-created_at", "-id"], name="task_owner_created"),
             models.Index(fields=["owner", "project", "status", "-created_at"], name="task_owner_project_status"),
-            # `title__icontains` compiles to UPPER(title) LIKE UPPER(%term%); trigrams make it indexable.
-            GinIndex(OpClass(Upper("title"), name="gin_trgm_ops"), name="task_title_trgm"),
+            # `title__icontains` compiles to UPPER(title) LIKE UPPER(%term%); trigrams make it
+            # indexable, and leading with the owner (btree_gin) keeps other users' matches out.
+            GinIndex(F("owner"), OpClass(Upper("title"), name="gin_trgm_ops"), name="task_owner_title_trgm"),
         ]
 
     def __str__(self) -> str:
@@ -80,7 +82,7 @@ class Note(models.Model):
         indexes = [
             models.Index(fields=["owner", "-updated_at", "-id"], name="note_owner_updated"),
             models.Index(fields=["owner", "project", "-updated_at"], name="note_owner_project"),
-            GinIndex(note_search_vector(), name="note_search_gin"),
+            GinIndex(F("owner"), note_search_vector(), name="note_owner_search"),
         ]
 
     def __str__(self) -> str:

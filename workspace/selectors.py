@@ -75,7 +75,8 @@ def notes_for_user(
         notes = notes.filter(project_id=project_id)
     if search_term:
         query = SearchQuery(search_term, config="english", search_type="websearch")
-        notes = notes.annotate(search=note_search_vector()).filter(search=query)
+        # alias, not annotate: the vector is only matched (through the index), never selected.
+        notes = notes.alias(search=note_search_vector()).filter(search=query)
     return _page(notes.order_by("-updated_at", "-id"), limit=limit)
 
 
