@@ -16,12 +16,17 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from chat import rendering, selectors, services, tools
+from chat import answering, deadlines, rendering, selectors, services, tools
 from chat.locks import conversation_turn_lock
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
 from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
-from workspace.selectors import snapshot_for_user
+from questions import clarification, detector, guesser
+from questions import selectors as question_selectors
+from questions import services as questions
+from questions.models import QuestionGroup
+from questions.schemas import OptionSpec, QuestionSpec
+from workspace.selectors import Snapshot, snapshot_for_user
 
 log = logging.getLogger("clarion.agent")
 
@@ -69,20 +74,93 @@ class Turn:
         self.layer = get_channel_layer()
 
     async def run(self) -> None:
-        conversation, messages, self.reply_to = await database_sync_to_async(self._load)()
-        self.conversation = conversation
+        conversation, messages, self.request, snapshot, self.continuing = await database_sync_to_async(self._load)()
+        self.conversation, self.reply_to = conversation, self.request.pk
+        self.timeouts = questions.QuestionTimeouts.from_settings()
+        self.context = _context_text(messages, snapshot)
+        self.projects = [p.project.name for p in snapshot.projects if not p.project.archived]
         try:
+            if await self._clarify():
+                return
             await self._loop(messages)
         except Exception:  # a bug must still end the turn visibly, never hang it
             log.exception("turn failed", extra={"conversation": str(self.conversation_id)})
             await self._fail("Something went wrong on Clarion's side while answering. Try again.", {"kind": "internal"})
 
-    def _load(self) -> tuple[Conversation, list[ChatMessage], int]:
+    def _load(self) -> tuple[Conversation, list[ChatMessage], Message, Snapshot, bool]:
         conversation = Conversation.objects.select_related("owner").get(pk=self.conversation_id)
         history = selectors.history_for_model(conversation=conversation, limit=settings.AGENT_HISTORY_MESSAGES)
-        reply_to = max(m.pk for m in history if m.role == Message.Role.USER)
-        system = ChatMessage(role="system", content=system_prompt(snapshot_for_user(user=conversation.owner)))
-        return conversation, [system, *(_as_chat_message(m) for m in history)], reply_to
+        request = max((m for m in history if m.role == Message.Role.USER), key=lambda m: m.pk)
+        snapshot = snapshot_for_user(user=conversation.owner)
+        system = ChatMessage(role="system", content=system_prompt(snapshot))
+        # Rows already answering the request: this turn continues it (after an answer, a crash).
+        continuing = any(m.in_reply_to_id == request.pk for m in history)
+        return conversation, [system, *(_as_chat_message(m) for m in history)], request, snapshot, continuing
+
+    # --- asking instead of guessing --------------------------------------------------------
+
+    async def _clarify(self) -> bool:
+        """Seed 002: analyse a fresh request; below the threshold, ask and end the turn."""
+        meta = self.request.metadata or {}
+        if not settings.CLARIFICATION_ENABLED or meta.get("answer_to") or meta.get("skipped") or self.continuing:
+            return False
+        root_id = meta.get("clarification_of") or self.request.pk
+        rounds = await database_sync_to_async(question_selectors.clarification_rounds)(
+            conversation_id=self.conversation_id, since_message_id=root_id
+        )
+        if rounds >= clarification.MAX_ROUNDS:
+            return False
+        analysis = await clarification.analyze(
+            client=self.client, request=self.request.content, context=self.context, projects=self.projects,
+            threshold=settings.CLARIFICATION_THRESHOLD,
+        )  # fmt: skip
+        if not clarification.needs_clarification(analysis, threshold=settings.CLARIFICATION_THRESHOLD):
+            return False
+        specs = [
+            QuestionSpec(
+                question=q.question, header=q.header, allow_custom=q.allow_freeform, multi_select=q.multi_select,
+                options=[OptionSpec(label=o.label, description=o.description) for o in q.options],
+            )
+            for q in analysis.questions
+        ]  # fmt: skip
+        extras = [[{"key": o.key, "maps_to": o.maps_to} for o in q.options] for q in analysis.questions]
+        group = await self._ask(
+            kind=QuestionGroup.Kind.CLARIFY, specs=specs, option_extras=extras, complexity=analysis.complexity,
+            payload={"request_message_id": self.request.pk, "request_root_id": root_id, "in_reply_to_id": self.reply_to,
+                     "analysis": analysis.model_dump(exclude={"questions"}), "round": rounds + 1},
+        )  # fmt: skip
+        return group is not None
+
+    async def _detect_question(self, reply: str) -> None:
+        """Seed 001: a reply that ends by asking the person something becomes a card."""
+        if not settings.QUESTION_DETECTOR_ENABLED or not detector.asks_something(reply):
+            return
+        found = await detector.detect(client=self.client, reply=reply)
+        if not found:
+            return
+        specs = [QuestionSpec(question=q.question[:500], options=[OptionSpec(label=o[:200]) for o in q.options]) for q in found]
+        complexity = max((q.complexity for q in found), key=["low", "medium", "high"].index)
+        await self._ask(kind=QuestionGroup.Kind.DETECTED, specs=specs, complexity=complexity, payload={"in_reply_to_id": self.reply_to})
+
+    async def _ask(self, **kwargs) -> QuestionGroup | None:
+        try:
+            group = await database_sync_to_async(questions.ask)(
+                user=self.conversation.owner, conversation_id=self.conversation_id, timeouts=self.timeouts, **kwargs
+            )
+        except questions.AskRejected as exc:
+            log.info("not asking: %s", exc)
+            return None
+        await self._show(group)
+        return group
+
+    async def _show(self, group: QuestionGroup) -> None:
+        """Publish a new card, arm its deadline, and let the guesser rank its options meanwhile."""
+        html, first = await database_sync_to_async(_render_new_group)(group.pk)
+        await self._publish(html)
+        if first is not None:
+            deadlines.schedule(first.pk, first.deadline)
+        if group.kind != QuestionGroup.Kind.CONFIRM:
+            _background(guess_in_background(group.pk, client=self.client, context=self.context))
 
     async def _loop(self, messages: list[ChatMessage]) -> None:
         specs = tools.tool_specs()
@@ -103,10 +181,18 @@ class Turn:
             await self._publish(rendering.stream_finished(stream_id, assistant))
             messages.append(_as_chat_message(assistant))
             if not completion.tool_calls:
+                await self._detect_question(completion.content)
                 return
+            waiting = False
             for call in completion.tool_calls:
-                result = await database_sync_to_async(self._run_tool)(call)
-                messages.append(_as_chat_message(result))
+                outcome, result = await database_sync_to_async(self._run_tool)(call)
+                if outcome.waiting_on is not None:
+                    waiting = True
+                    await self._show(outcome.waiting_on)
+                else:
+                    messages.append(_as_chat_message(result))
+            if waiting:
+                return  # the turn ends here; the answers start the next one
         await self._fail(
             f"I stopped after {settings.AGENT_MAX_LLM_CALLS} model calls without reaching an answer. "
             "Try again, or ask a narrower question.",
@@ -130,11 +216,22 @@ class Turn:
                 return event.completion
         raise LLMError("stream_interrupted", "The model's answer ended before it was complete.")
 
-    def _run_tool(self, call: ToolCall) -> Message:
-        outcome = tools.execute(user=self.conversation.owner, call=call)
-        return services.save_tool_result(
-            conversation=self.conversation, in_reply_to_id=self.reply_to, tool_call_id=call.id, tool_name=call.name, content=outcome.content, is_error=outcome.is_error
+    def _run_tool(self, call: ToolCall) -> tuple[tools.ToolOutcome, Message | None]:
+        ctx = tools.ToolContext(
+            user=self.conversation.owner,
+            conversation_id=self.conversation_id,
+            tool_call_id=call.id,
+            in_reply_to_id=self.reply_to,
+            timeouts=self.timeouts,
         )
+        outcome = tools.execute(ctx=ctx, call=call)
+        if outcome.waiting_on is not None:
+            return outcome, None  # its result is the person's answer, recorded when it comes
+        result = services.save_tool_result(
+            conversation=self.conversation, in_reply_to_id=self.reply_to, tool_call_id=call.id, tool_name=call.name,
+            content=outcome.content, is_error=outcome.is_error,
+        )  # fmt: skip
+        return outcome, result
 
     async def _fail(self, text: str, detail: dict, stream_id: str | None = None) -> None:
         error = await database_sync_to_async(services.record_turn_error)(
@@ -163,3 +260,34 @@ def _call_metadata(client: LLMClient, completion: Completion, seconds: float) ->
         "seconds": round(seconds, 4),
     }
 
+
+
+def _render_new_group(group_id):
+    group = QuestionGroup.objects.get(pk=group_id)
+    questions_ = question_selectors.group_questions(group)
+    return rendering.question_group_appended(group), (questions_[0] if questions_ else None)
+
+
+def _context_text(messages: list[ChatMessage], snapshot: Snapshot) -> str:
+    """What the guesser and the clarifier read: the recent conversation and the workspace's names."""
+    recent = [f"{m.role}: {m.content}" for m in messages[1:] if m.content and m.role in ("user", "assistant")][-10:]
+    projects = ", ".join(p.project.name for p in snapshot.projects)
+    tasks = "; ".join(t.title for t in [*snapshot.in_progress, *snapshot.todo])
+    return "\n".join([*recent, f"projects: {projects}", f"open tasks: {tasks}"])
+
+
+async def guess_in_background(group_id, *, client: LLMClient, context: str) -> None:
+    """Rank each pending question's options; the hints swap into every tab when ready."""
+    group_questions = await database_sync_to_async(lambda: question_selectors.group_questions(QuestionGroup.objects.get(pk=group_id)))()
+    for question in group_questions:
+        if not question.is_pending:
+            continue
+        ranking = await guesser.rank_options(client=client, question=question.question, options=question.options, context=context)
+        await database_sync_to_async(questions.record_guess)(question_id=question.pk, ranking=ranking)
+    await answering.publish_group(group_id)
+
+
+def _background(coro) -> None:
+    task = asyncio.get_running_loop().create_task(coro)
+    _running.add(task)
+    task.add_done_callback(_running.discard)

@@ -4,9 +4,14 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from chat import agent, rendering, selectors, services
-from chat.frames import FrameError, Retry, SendMessage, parse_frame
+from pydantic import ValidationError
+
+from chat import agent, answering, deadlines, rendering, selectors, services
+from chat.frames import AnswerQuestion, FrameError, QuestionClock, Retry, SendMessage, SkipQuestions, parse_frame
 from chat.models import Conversation
+from questions import services as questions
+from questions.models import PendingQuestion
+from questions.schemas import AnswerInput
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -33,6 +38,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.close(code=CLOSE_NOT_FOUND)
             return
         await self.channel_layer.group_add(self.conversation.group_name, self.channel_name)
+        deadlines.ensure_sweeper()
         # A turn whose worker died left its message unanswered; the turn lock makes this a no-op
         # while a live turn is still running.
         if await database_sync_to_async(services.needs_reply)(conversation_id=self.conversation.pk):
@@ -51,10 +57,36 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 await self._send_message(frame)
             elif isinstance(frame, Retry):
                 await self._retry()
-        except (FrameError, services.MessageRejected) as exc:
+            elif isinstance(frame, AnswerQuestion):
+                await self._answer(frame)
+            elif isinstance(frame, SkipQuestions):
+                await answering.skip(user=self.scope["user"], group_id=frame.group_id)
+            elif isinstance(frame, QuestionClock):
+                change = answering.pause if frame.action == "pause" else answering.resume
+                await change(user=self.scope["user"], question_id=frame.question_id)
+        except (FrameError, services.MessageRejected, answering.TypedAnswerRejected, questions.AnswerRejected) as exc:
             await self.send(text_data=rendering.composer_error(str(exc)))
+        except ValidationError as exc:
+            await self.send(text_data=rendering.composer_error(exc.errors()[0]["msg"].removeprefix("Value error, ")))
+        except (PendingQuestion.DoesNotExist, questions.QuestionGroup.DoesNotExist):
+            await self.send(text_data=rendering.composer_error("That question was not found."))
+        except questions.AlreadyResolved:
+            pass  # its receipt was already broadcast to this tab
+
+    async def _answer(self, frame: AnswerQuestion) -> None:
+        if frame.custom is not None:
+            answer = AnswerInput(custom=frame.custom)
+        else:
+            indexes = frame.options if frame.options is not None else ([] if frame.option is None else [frame.option])
+            answer = AnswerInput(selected_indexes=indexes, labels=None if frame.label is None else [frame.label])
+        await answering.submit_answer(user=self.scope["user"], question_id=frame.question_id, answer=answer, via=PendingQuestion.ResolvedVia.OPTION)
 
     async def _send_message(self, frame: SendMessage) -> None:
+        text = services.validate_user_message(frame.message)
+        # While a question waits, what the person types answers it (or is shorthand: "1a 2b").
+        if await answering.answer_from_chat_text(user=self.scope["user"], conversation_id=self.conversation.pk, text=text):
+            await self.send(text_data=rendering.composer(self.conversation) + rendering.composer_error(""))
+            return
         message = await database_sync_to_async(services.post_user_message)(
             user=self.scope["user"], conversation_id=self.conversation.pk, content=frame.message
         )

@@ -6,6 +6,7 @@ htmx's ws extension sends a form as JSON: its fields plus a HEADERS object. Each
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -28,11 +29,30 @@ class Retry(_Frame):
     action: Literal["retry"]
 
 
-ClientFrame = Annotated[Union[SendMessage, Retry], Field(discriminator="action")]
+class AnswerQuestion(_Frame):
+    action: Literal["answer"]
+    question_id: uuid.UUID
+    option: int | None = None
+    options: list[int] | None = None
+    label: str | None = None
+    custom: str | None = Field(None, max_length=5000)
+
+
+class SkipQuestions(_Frame):
+    action: Literal["skip"]
+    group_id: uuid.UUID
+
+
+class QuestionClock(_Frame):
+    action: Literal["pause", "resume"]
+    question_id: uuid.UUID
+
+
+ClientFrame = Annotated[Union[SendMessage, Retry, AnswerQuestion, SkipQuestions, QuestionClock], Field(discriminator="action")]
 _client_frame = TypeAdapter(ClientFrame)
 
 
-def parse_frame(text_data: str | None, bytes_data: bytes | None, *, max_bytes: int) -> SendMessage | Retry:
+def parse_frame(text_data: str | None, bytes_data: bytes | None, *, max_bytes: int):
     if text_data is None:
         raise FrameError("Binary frames are not supported.")
     if len(text_data.encode("utf-8", errors="replace")) > max_bytes:

@@ -44,3 +44,95 @@ def stream_reset(stream_id: str) -> str:
 def stream_finished(stream_id: str, message: Message) -> str:
     """The streamed placeholder becomes the saved message (rendered Markdown, or the error)."""
     return render_to_string("chat/_message.html", {"message": message, "replaces": f"stream-{stream_id}"})
+
+
+# --- question cards ----------------------------------------------------------------------------
+
+from dataclasses import dataclass  # noqa: E402
+
+from django.utils import timezone  # noqa: E402
+
+from questions import selectors as question_selectors  # noqa: E402
+from questions.models import PendingQuestion, QuestionGroup  # noqa: E402
+
+KEYS = "abcdefghij"
+
+
+@dataclass(frozen=True)
+class DisplayOption:
+    index: int
+    key: str
+    label: str
+    description: str
+    confidence: float | None
+    reasoning: str
+    is_default: bool
+
+    @property
+    def percent(self) -> int | None:
+        return None if self.confidence is None else round(self.confidence * 100)
+
+
+@dataclass(frozen=True)
+class QuestionCard:
+    """Everything a card's partials need; the server alone decides which state is shown."""
+
+    group: QuestionGroup
+    questions: list[PendingQuestion]
+    current: PendingQuestion | None
+    options: list[DisplayOption]
+    remaining: float | None
+    paused: bool
+
+    @property
+    def total(self) -> int:
+        return len(self.questions)
+
+    @property
+    def number(self) -> int:
+        return (self.current.position + 1) if self.current else self.total
+
+    @property
+    def resolved(self) -> list[PendingQuestion]:
+        return [q for q in self.questions if not q.is_pending]
+
+    @property
+    def is_confirmation(self) -> bool:
+        return self.group.kind == QuestionGroup.Kind.CONFIRM
+
+    @property
+    def state(self) -> str:
+        return "pending" if self.current else "resolved"
+
+
+def question_card(group: QuestionGroup, *, now=None) -> QuestionCard:
+    now = now or timezone.now()
+    questions = question_selectors.group_questions(group)
+    current = next((q for q in questions if q.is_pending), None)
+    options, remaining, paused = [], None, False
+    if current is not None:
+        defaults = set(current.default_indexes)
+        options = [
+            DisplayOption(
+                index=i, key=KEYS[i], label=o["label"], description=o.get("description", ""),
+                confidence=o.get("confidence"), reasoning=o.get("reasoning", ""), is_default=i in defaults,
+            )
+            for i, o in enumerate(current.options)
+        ]  # fmt: skip
+        if any(o.confidence is not None for o in options):
+            # Most likely first; the letter keys stay tied to the option, not to the position.
+            options.sort(key=lambda o: -(o.confidence or 0))
+        paused = current.paused_at is not None
+        if paused:
+            remaining = current.remaining_at_pause
+        elif current.deadline is not None:
+            remaining = max(0.0, (current.deadline - now).total_seconds())
+    return QuestionCard(group=group, questions=questions, current=current, options=options, remaining=remaining, paused=paused)
+
+
+def question_group(group: QuestionGroup) -> str:
+    return render_to_string("questions/_group.html", {"card": question_card(group), "oob": True})
+
+
+def question_group_appended(group: QuestionGroup) -> str:
+    return render_to_string("questions/_group_append.html", {"card": question_card(group)})

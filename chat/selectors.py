@@ -37,3 +37,12 @@ def history_for_model(*, conversation: Conversation, limit: int) -> list[Message
 def visible_messages(*, conversation: Conversation) -> list[Message]:
     """What the thread shows: tool plumbing stays out of sight."""
     return list(conversation.messages.exclude(role=Message.Role.TOOL).order_by("created_at", "id"))
+
+
+def thread_items(*, conversation: Conversation) -> list[tuple[str, object]]:
+    """The thread as shown: visible messages and question cards, in the order they appeared."""
+    from questions import selectors as question_selectors
+
+    items = [(m.created_at, "message", m) for m in visible_messages(conversation=conversation)]
+    items += [(g.created_at, "questions", g) for g in question_selectors.groups_for_conversation(conversation_id=conversation.pk)]
+    return [(kind, obj) for _, kind, obj in sorted(items, key=lambda i: i[0])]

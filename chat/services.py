@@ -6,6 +6,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 
 from chat.models import Conversation, Message
+from questions import selectors as question_selectors
 
 TITLE_CHARS = 60
 
@@ -55,8 +56,11 @@ def needs_reply(*, conversation_id) -> bool:
     """True when some user message has no finished turn answering it yet.
 
     Also true after a worker died mid-turn (its tool results are there, its answer is not), so
-    the next turn picks up where that one stopped.
+    the next turn picks up where that one stopped. False while questions wait for the person:
+    the turn that asked them has ended, and their answers start the next one.
     """
+    if question_selectors.has_open_group(conversation_id=conversation_id):
+        return False
     state = Message.objects.filter(conversation_id=conversation_id).aggregate(
         last_user=Max("id", filter=Q(role=Message.Role.USER)),
         answered=Max("in_reply_to_id", filter=TURN_ENDED),
@@ -114,3 +118,11 @@ def prepare_retry(*, user, conversation_id) -> list[int]:
         raise NothingToRetry("There is nothing to retry: the last reply did not fail.")
     Message.objects.filter(pk__in=trailing_errors).delete()
     return trailing_errors
+
+
+def post_derived_user_message(*, conversation_id, content: str, metadata: dict) -> Message:
+    """A user-role message Clarion writes on the person's behalf: a clarified request, or the
+    answer to a question detected in a reply. The metadata says where it came from."""
+    message = Message.objects.create(conversation_id=conversation_id, role=Message.Role.USER, content=content, metadata=metadata)
+    Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
+    return message

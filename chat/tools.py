@@ -14,6 +14,10 @@ from typing import Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm import ToolCall, ToolSpec
+from questions import services as questions
+from questions.models import QuestionGroup
+from questions.schemas import AskUserArgs, OptionSpec, QuestionSpec
+from workspace import operations
 from workspace import selectors as workspace
 from workspace.models import Note, Project, Task
 
@@ -46,11 +50,24 @@ class QueryProjectsArgs(_Args):
 
 
 @dataclass(frozen=True)
+class ToolContext:
+    """What the app injects into every tool call; never visible to or settable by the model."""
+
+    user: object
+    conversation_id: object
+    tool_call_id: str
+    in_reply_to_id: int
+    timeouts: questions.QuestionTimeouts
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
     description: str
-    arguments: type[_Args]
-    run: Callable[..., dict]
+    arguments: type
+    # Query tools return a dict (the result); asking tools return the QuestionGroup that now
+    # waits for the person — its answers become the result, later.
+    run: Callable[..., dict | QuestionGroup]
 
     def spec(self) -> ToolSpec:
         schema = self.arguments.model_json_schema()
@@ -60,8 +77,9 @@ class Tool:
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    content: str  # JSON text handed back to the model
+    content: str  # JSON text handed back to the model ("" while waiting for the person)
     is_error: bool
+    waiting_on: QuestionGroup | None = None
 
 
 def _owned_project_id(user, project_id: int | None) -> int | None:
@@ -104,19 +122,22 @@ def _note(note: Note) -> dict:
     }
 
 
-def query_tasks(user, args: QueryTasksArgs) -> dict:
+def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
+    user = ctx.user
     project_id = _owned_project_id(user, args.project_id)
     page = workspace.tasks_for_user(user=user, status=args.status, project_id=project_id, search=args.search, limit=args.limit)
     return {"tasks": [_task(t) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
 
 
-def query_notes(user, args: QueryNotesArgs) -> dict:
+def query_notes(ctx: ToolContext, args: QueryNotesArgs) -> dict:
+    user = ctx.user
     project_id = _owned_project_id(user, args.project_id)
     page = workspace.notes_for_user(user=user, project_id=project_id, search_term=args.search_term, limit=args.limit)
     return {"notes": [_note(n) for n in page.items], **_page_fields(page), "filters": args.model_dump()}
 
 
-def query_projects(user, args: QueryProjectsArgs) -> dict:
+def query_projects(ctx: ToolContext, args: QueryProjectsArgs) -> dict:
+    user = ctx.user
     projects = workspace.projects_for_user(user=user)
     stats = {s.project.pk: s for s in workspace.project_stats_for_user(user=user, projects=projects)} if args.include_stats else {}
     rows = []
@@ -127,6 +148,63 @@ def query_projects(user, args: QueryProjectsArgs) -> dict:
             row["stats"] = {"todo": s.todo, "in_progress": s.in_progress, "completed": s.completed, "tasks": s.tasks, "notes": s.notes}
         rows.append(row)
     return {"projects": rows, "total": len(rows)}
+
+
+def ask_user(ctx: ToolContext, args: AskUserArgs) -> QuestionGroup:
+    try:
+        return questions.ask(
+            user=ctx.user,
+            conversation_id=ctx.conversation_id,
+            kind=QuestionGroup.Kind.ASK,
+            specs=args.questions,
+            tool_call_id=ctx.tool_call_id,
+            tool_name="ask_user",
+            payload={"in_reply_to_id": ctx.in_reply_to_id},
+            timeouts=ctx.timeouts,
+        )
+    except questions.AskRejected as exc:
+        raise ToolError(str(exc)) from None
+
+
+APPLY, CANCEL = 0, 1
+
+
+def propose_operations(ctx: ToolContext, args: operations.ProposeOperationsArgs) -> QuestionGroup:
+    try:
+        lines = operations.check(user=ctx.user, operations=args.operations)
+    except operations.OperationRejected as exc:
+        raise ToolError(str(exc)) from None
+    count = len(lines)
+    destructive = any(line["destructive"] for line in lines)
+    confirm = QuestionSpec(
+        question=f"{args.summary} — apply {count} change{'s' if count != 1 else ''}?",
+        header="Confirm",
+        options=[
+            OptionSpec(label="Apply", description=f"Make all {count} change{'s' if count != 1 else ''} listed above"),
+            OptionSpec(label="Cancel", description="Change nothing"),
+        ],
+        allow_custom=False,
+    )
+    try:
+        return questions.ask(
+            user=ctx.user,
+            conversation_id=ctx.conversation_id,
+            kind=QuestionGroup.Kind.CONFIRM,
+            specs=[confirm],
+            tool_call_id=ctx.tool_call_id,
+            tool_name="propose_operations",
+            payload={
+                "in_reply_to_id": ctx.in_reply_to_id,
+                "summary": args.summary,
+                "operations": [op.model_dump(mode="json") for op in args.operations],
+                "lines": lines,
+            },
+            destructive=destructive,
+            default_indexes=[[CANCEL]],
+            timeouts=ctx.timeouts,
+        )
+    except questions.AskRejected as exc:
+        raise ToolError(str(exc)) from None
 
 
 TOOLS: dict[str, Tool] = {
@@ -146,6 +224,24 @@ TOOLS: dict[str, Tool] = {
             query_notes,
         ),
         Tool("query_projects", "List the user's projects, optionally with task and note counts.", QueryProjectsArgs, query_projects),
+        Tool(
+            "ask_user",
+            "Ask the user 1-4 multiple-choice questions instead of guessing when the request is ambiguous. "
+            "Each question has 2-6 options (short labels); the user may also type their own answer unless "
+            "allow_custom is false. Your turn ends; the answers arrive as this tool's result, each marked "
+            "answered, timed_out (a default may have been applied) or skipped.",
+            AskUserArgs,
+            ask_user,
+        ),
+        Tool(
+            "propose_operations",
+            "Propose changes to the user's tasks, notes or projects (create, update, complete, move, delete). "
+            "Nothing changes until the user confirms the whole list; your turn ends and the result says whether "
+            "the changes were applied, cancelled or timed out. For bulk work, first use the query tools to get "
+            "every id, then propose all operations in one call.",
+            operations.ProposeOperationsArgs,
+            propose_operations,
+        ),
     ]
 }
 
@@ -156,19 +252,21 @@ def tool_specs() -> list[ToolSpec]:
     return [tool.spec() for tool in TOOLS.values()]
 
 
-def execute(*, user, call: ToolCall) -> ToolOutcome:
-    """Run one tool call for `user`. Synchronous (ORM); callers in async code wrap it."""
+def execute(*, ctx: ToolContext, call: ToolCall) -> ToolOutcome:
+    """Run one tool call for the context's user. Synchronous (ORM); async callers wrap it."""
     try:
         tool = TOOLS.get(call.name)
         if tool is None:
             raise ToolError(f"Unknown tool '{call.name}'. Available tools: {', '.join(TOOLS)}.")
-        result = tool.run(user, _parse_arguments(tool, call.arguments))
+        result = tool.run(ctx, _parse_arguments(tool, call.arguments))
     except ToolError as exc:
         return ToolOutcome(content=json.dumps({"error": str(exc)}), is_error=True)
+    if isinstance(result, QuestionGroup):
+        return ToolOutcome(content="", is_error=False, waiting_on=result)
     return ToolOutcome(content=json.dumps(result, ensure_ascii=False), is_error=False)
 
 
-def _parse_arguments(tool: Tool, raw: str) -> _Args:
+def _parse_arguments(tool: Tool, raw: str):
     try:
         data = json.loads(raw or "{}")
     except json.JSONDecodeError as exc:

@@ -1,10 +1,14 @@
 from django.urls import path
 
-from chat import views
+from chat import question_views, views
 
 app_name = "chat"
 urlpatterns = [
     path("", views.home, name="home"),
     path("new/", views.new_conversation, name="new"),
     path("<uuid:conversation_id>/", views.conversation_page, name="conversation"),
+    path("questions/<uuid:question_id>/answer/", question_views.answer, name="question_answer"),
+    path("questions/<uuid:question_id>/pause/", question_views.pause, name="question_pause"),
+    path("questions/<uuid:question_id>/resume/", question_views.resume, name="question_resume"),
+    path("questions/<uuid:question_id>/expire/", question_views.expire, name="question_expire"),
 ]

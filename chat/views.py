@@ -2,7 +2,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from chat import selectors, services
+from chat import rendering, selectors, services
 from chat.models import Conversation
 from llm import client_from_settings
 
@@ -13,7 +13,7 @@ def home(request: HttpRequest) -> HttpResponse:
     if conversations:
         return redirect("chat:conversation", conversation_id=conversations[0].pk)
     return render(
-        request, "chat/page.html", {"conversations": [], "conversation": None, "messages": [], "engine": client_from_settings()}
+        request, "chat/page.html", {"conversations": [], "conversation": None, "items": [], "engine": client_from_settings()}
     )
 
 
@@ -35,7 +35,7 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
         {
             "conversations": selectors.conversations_for_user(user=request.user),
             "conversation": conversation,
-            "messages": selectors.visible_messages(conversation=conversation),
+            "items": [(kind, rendering.question_card(obj) if kind == "questions" else obj) for kind, obj in selectors.thread_items(conversation=conversation)],
             "engine": client_from_settings(),
         },
     )

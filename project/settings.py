@@ -157,6 +157,21 @@ AGENT_HISTORY_MESSAGES = env.int("AGENT_HISTORY_MESSAGES", default=40)
 # Pause between streamed words of the offline engine, so its replies visibly stream.
 OFFLINE_STREAM_DELAY = env.float("OFFLINE_STREAM_DELAY", default=0.012)
 
+# --- Questions (questions/): timeouts in seconds, limits from seed 000, thresholds from seed 002
+QUESTION_TIMEOUTS = {
+    "low": env.float("QUESTION_TIMEOUT_LOW", default=8),
+    "medium": env.float("QUESTION_TIMEOUT_MEDIUM", default=15),
+    "high": env.float("QUESTION_TIMEOUT_HIGH", default=25),
+    "ask": env.float("QUESTION_TIMEOUT_ASK", default=300),
+}
+QUESTION_PAUSE_CAP_SECONDS = env.float("QUESTION_PAUSE_CAP_SECONDS", default=120)
+QUESTION_SWEEP_SECONDS = env.float("QUESTION_SWEEP_SECONDS", default=2)
+QUESTIONS_MAX_PENDING_PER_USER = env.int("QUESTIONS_MAX_PENDING_PER_USER", default=10)
+QUESTIONS_MIN_INTERVAL_SECONDS = env.float("QUESTIONS_MIN_INTERVAL_SECONDS", default=5)
+CLARIFICATION_ENABLED = env.bool("CLARIFICATION_ENABLED", default=True)
+CLARIFICATION_THRESHOLD = env.float("CLARIFICATION_THRESHOLD", default=0.7)
+QUESTION_DETECTOR_ENABLED = env.bool("QUESTION_DETECTOR_ENABLED", default=True)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -168,3 +183,25 @@ LOGGING = {
         "daphne": {"level": "WARNING"},
     },
 }
+
+# --- Knowledge base (knowledge/)
+# Folders (recursively: .md .txt .rst .html) and URLs that `manage.py rebuild_kb_index` reads.
+# Relative folders are resolved against the project directory.
+KNOWLEDGE_SOURCE_DIRS = [
+    (BASE_DIR / p) if not Path(p).is_absolute() else Path(p)
+    for p in env.list("KNOWLEDGE_SOURCE_DIRS", default=[str(BASE_DIR / "docs" / "user-guide")])
+]
+KNOWLEDGE_SOURCE_URLS = env.list("KNOWLEDGE_SOURCE_URLS", default=[])
+# Summaries written at once during a rebuild (model calls in flight).
+KNOWLEDGE_REBUILD_CONCURRENCY = env.int("KNOWLEDGE_REBUILD_CONCURRENCY", default=4)
+KNOWLEDGE_URL_TIMEOUT_SECONDS = env.float("KNOWLEDGE_URL_TIMEOUT_SECONDS", default=20.0)
+# Larger files and pages are reported as failed rather than indexed.
+KNOWLEDGE_MAX_SOURCE_BYTES = env.int("KNOWLEDGE_MAX_SOURCE_BYTES", default=2_000_000)
+# Above this many indexed sources the selector sees only the best full-text candidates.
+KNOWLEDGE_PREFILTER_THRESHOLD = env.int("KNOWLEDGE_PREFILTER_THRESHOLD", default=200)
+# How many full-text candidates the selector sees then.
+KNOWLEDGE_PREFILTER_CANDIDATES = env.int("KNOWLEDGE_PREFILTER_CANDIDATES", default=40)
+# First back-off step between retries of a model call (full jitter, doubling, capped at 8 s).
+KNOWLEDGE_RETRY_BACKOFF_SECONDS = env.float("KNOWLEDGE_RETRY_BACKOFF_SECONDS", default=0.5)
+# `/metrics` answers staff sessions, and `Authorization: Bearer <METRICS_TOKEN>` when set.
+METRICS_TOKEN = env("METRICS_TOKEN", default="")

@@ -21,4 +21,8 @@ def model_endpoint(settings, fake_openai):  # noqa: F811
     settings.LLM_TIMEOUT_SECONDS = 1.0
     settings.LLM_MAX_RETRIES = 1
     fake_openai.default = None  # an unscripted call is a test bug: answer 500
+    # The loop's own tests script only chat calls; the question features' extra structured
+    # calls (clarification, detector) are scripted explicitly in tests/questions.
+    settings.CLARIFICATION_ENABLED = False
+    settings.QUESTION_DETECTOR_ENABLED = False
     return fake_openai

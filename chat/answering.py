@@ -1,0 +1,221 @@
+"""From a person's answer (or a deadline) to the next turn — exactly once.
+
+Every way in — an HTMX POST, a websocket frame, text typed in the chat box, a timer, the sweep
+— ends here. The resolution and what it produces (the tool result the model receives, the
+operations a confirmation applies, the enhanced request of a clarification) commit in one
+transaction, and only the resolver that completed the group starts the continuation.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.utils import timezone
+
+from chat import rendering, services
+from chat.models import Conversation, Message
+from questions import selectors as question_selectors
+from questions import services as questions
+from questions.models import PendingQuestion, QuestionGroup
+from questions.schemas import AnswerInput
+from questions.shorthand import ShorthandError, Slot, looks_like_shorthand, parse
+from workspace import operations
+
+log = logging.getLogger("clarion.questions")
+Status = PendingQuestion.Status
+APPLY = 0
+
+
+# --- recording what a completed group means --------------------------------------------------
+
+
+def record_group_outcome(group: QuestionGroup) -> None:
+    """Called inside the transaction that completed the group (exactly once per group)."""
+    group.refresh_from_db()
+    if group.kind == QuestionGroup.Kind.ASK:
+        _tool_result(group, question_selectors.answers_for_model(group))
+    elif group.kind == QuestionGroup.Kind.CONFIRM:
+        _tool_result(group, _confirmation_outcome(group))
+    elif group.kind == QuestionGroup.Kind.CLARIFY:
+        _clarified_request(group)
+    elif group.kind == QuestionGroup.Kind.DETECTED:
+        _answer_as_message(group)
+
+
+def _tool_result(group: QuestionGroup, result: dict) -> None:
+    services.save_tool_result(
+        conversation=group.conversation,
+        in_reply_to_id=group.payload["in_reply_to_id"],
+        tool_call_id=group.tool_call_id,
+        tool_name=group.tool_name,
+        content=json.dumps(result, ensure_ascii=False),
+        is_error=False,
+    )
+
+
+def _confirmation_outcome(group: QuestionGroup) -> dict:
+    (question,) = question_selectors.group_questions(group)
+    if question.status == Status.ANSWERED and question.selected_indexes == [APPLY]:
+        try:
+            applied = operations.apply(user=group.user, operations=group.payload["operations"])
+        except operations.OperationRejected as exc:
+            return {"status": "failed", "error": str(exc), "note": "Nothing was changed."}
+        return {"status": "applied", **applied}
+    if question.status == Status.TIMED_OUT:
+        return {"status": "timed_out", "note": "The user did not confirm in time; nothing was changed."}
+    return {"status": "cancelled", "note": "The user cancelled; nothing was changed."}
+
+
+def _clarified_request(group: QuestionGroup) -> None:
+    from questions.clarification import enhance
+
+    request = Message.objects.get(pk=group.payload["request_message_id"])
+    questions_ = question_selectors.group_questions(group)
+    skipped = all(q.status == Status.CANCELLED for q in questions_)
+    additions = []
+    for q in questions_:
+        if q.is_custom:
+            additions.append(q.answer)
+        else:
+            additions += [q.options[i].get("maps_to", q.options[i]["label"]) for i in q.selected_indexes]
+    text = request.content if skipped else enhance(request.content, additions)
+    services.post_derived_user_message(
+        conversation_id=group.conversation_id,
+        content=text,
+        metadata={"clarification_of": group.payload["request_root_id"], "clarification_group": str(group.pk), "skipped": skipped},
+    )
+
+
+def _answer_as_message(group: QuestionGroup) -> None:
+    parts, timed_out = [], False
+    for q in question_selectors.group_questions(group):
+        timed_out |= q.status == Status.TIMED_OUT
+        if q.answer:
+            parts.append(q.answer)
+    text = "; ".join(parts) or "(no answer)"
+    services.post_derived_user_message(
+        conversation_id=group.conversation_id,
+        content=text,
+        metadata={"answer_to": str(group.pk), "timed_out": timed_out},
+    )
+
+
+def _resolve_and_record(resolve) -> questions.Resolution | None:
+    with transaction.atomic():
+        resolution = resolve()
+        if resolution is not None and resolution.completed_group:
+            record_group_outcome(resolution.group)
+    return resolution
+
+
+# --- entry points (async: they publish and may start the next turn) --------------------------
+
+
+async def submit_answer(*, user, question_id, answer: AnswerInput, via: str) -> questions.Resolution:
+    """Raises PendingQuestion.DoesNotExist, questions.AnswerRejected or questions.AlreadyResolved."""
+    resolution = await database_sync_to_async(_resolve_and_record)(
+        lambda: questions.answer(user=user, question_id=question_id, answer=answer, via=via)
+    )
+    await after_resolution(resolution)
+    return resolution
+
+
+async def expire(question_id, *, early_seconds: float = 0.0) -> questions.Resolution | None:
+    """Apply the default if the deadline has passed. `early_seconds` tolerates a browser whose
+    countdown reached zero a moment before the server's clock."""
+    now = timezone.now() + dt.timedelta(seconds=early_seconds)
+    resolution = await database_sync_to_async(_resolve_and_record)(lambda: questions.expire_if_due(question_id=question_id, now=now))
+    if resolution is not None:
+        await after_resolution(resolution)
+    return resolution
+
+
+async def skip(*, user, group_id) -> questions.Resolution:
+    resolution = await database_sync_to_async(_resolve_and_record)(lambda: questions.skip_group(user=user, group_id=group_id))
+    await after_resolution(resolution)
+    return resolution
+
+
+class TypedAnswerRejected(ValueError):
+    pass
+
+
+async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
+    """Text typed while a question is pending answers it. False when nothing is pending."""
+    group = await database_sync_to_async(question_selectors.open_group)(conversation_id=conversation_id)
+    if group is None:
+        return False
+    group_questions = await database_sync_to_async(question_selectors.group_questions)(group)
+    pending = [q for q in group_questions if q.is_pending]
+    if looks_like_shorthand(text):
+        slots = [Slot(q.position + 1, len(q.options), q.multi_select, q.is_pending) for q in group_questions]
+        try:
+            parsed = parse(text, slots)
+        except ShorthandError as exc:
+            raise TypedAnswerRejected(str(exc)) from None
+        if parsed.skip:
+            await skip(user=user, group_id=group.pk)
+            return True
+        by_position = {q.position + 1: q for q in group_questions}
+        for shorthand in parsed.answers:
+            await _answer_typed(user, by_position[shorthand.position], AnswerInput(selected_indexes=list(shorthand.indexes)), "shorthand")
+        return True
+    current = pending[0]
+    if not current.allow_custom:
+        keys = current.option_keys
+        raise TypedAnswerRejected(
+            f"This question needs one of its options ({keys[0]}–{keys[-1]}): click one, or type its letter, e.g. “{keys[0]}”."
+        )
+    await _answer_typed(user, current, AnswerInput(custom=text), PendingQuestion.ResolvedVia.CHAT_TEXT)
+    return True
+
+
+async def _answer_typed(user, question: PendingQuestion, answer: AnswerInput, via: str) -> None:
+    try:
+        await submit_answer(user=user, question_id=question.pk, answer=answer, via=via)
+    except (questions.AnswerRejected, ValueError) as exc:
+        raise TypedAnswerRejected(str(exc)) from None
+    except questions.AlreadyResolved:
+        pass  # another tab or the deadline got there first; its receipt is already on screen
+
+
+async def pause(*, user, question_id) -> PendingQuestion:
+    question = await database_sync_to_async(questions.pause)(user=user, question_id=question_id)
+    await publish_group(question.group_id)
+    from chat import deadlines
+
+    deadlines.schedule(question.pk, question.deadline)
+    return question
+
+
+async def resume(*, user, question_id) -> PendingQuestion:
+    question = await database_sync_to_async(questions.resume)(user=user, question_id=question_id)
+    await publish_group(question.group_id)
+    from chat import deadlines
+
+    deadlines.schedule(question.pk, question.deadline)
+    return question
+
+
+async def after_resolution(resolution: questions.Resolution) -> None:
+    from chat import agent, deadlines
+
+    await publish_group(resolution.group.pk)
+    if resolution.next_question is not None and resolution.next_question.deadline is not None:
+        deadlines.schedule(resolution.next_question.pk, resolution.next_question.deadline)
+    if resolution.completed_group:
+        agent.start_turn(resolution.group.conversation_id)
+
+
+async def publish_group(group_id) -> None:
+    html, group_name = await database_sync_to_async(_render_group)(group_id)
+    await get_channel_layer().group_send(group_name, {"type": "broadcast.html", "html": html})
+
+
+def _render_group(group_id) -> tuple[str, str]:
+    group = QuestionGroup.objects.select_related("conversation").get(pk=group_id)
+    return rendering.question_group(group), Conversation(pk=group.conversation_id).group_name

@@ -1,0 +1,121 @@
+"""Clarification (seed 002): before acting on a request, analyse how ambiguous it is; below the
+threshold, ask instead of guessing. Answers enhance the request through each option's `maps_to`.
+
+With a model the analysis is a structured output; offline, YAML templates under
+questions/templates/ match known ambiguous requests ("clean up my tasks").
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, Field
+
+from llm import ChatMessage, LLMClient, LLMError
+
+log = logging.getLogger("clarion.questions")
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+MAX_ROUNDS = 2
+MAX_PROJECT_OPTIONS = 5
+
+AmbiguityType = Literal["scope", "action", "missing_context", "safety", "outside_domain", "clear"]
+
+
+class ClarificationOption(BaseModel):
+    key: str = Field(pattern=r"^[a-f]$")
+    label: str = Field(min_length=1, max_length=200)
+    description: str = Field("", max_length=200)
+    maps_to: str = Field("", max_length=300, description="What choosing this adds to the request.")
+
+
+class ClarificationQuestion(BaseModel):
+    id: str = Field(max_length=60)
+    header: str = Field("", max_length=40)
+    question: str = Field(min_length=1, max_length=500)
+    options: list[ClarificationOption] = Field(min_length=2, max_length=6)
+    allow_freeform: bool = False
+    multi_select: bool = False
+
+
+class AmbiguityAnalysis(BaseModel):
+    confidence: float = Field(ge=0, le=1)
+    ambiguity_type: AmbiguityType
+    understood: str = Field(max_length=500)
+    unclear_aspects: list[str] = Field(default_factory=list, max_length=6)
+    complexity: Literal["low", "medium", "high"] = "medium"
+    questions: list[ClarificationQuestion] = Field(default_factory=list, max_length=4)
+
+    @classmethod
+    def clear(cls, request: str) -> "AmbiguityAnalysis":
+        return cls(confidence=1.0, ambiguity_type="clear", understood=request[:500])
+
+
+ANALYSIS_PROMPT = """You are checking whether a request to a workspace assistant (projects, tasks,
+notes) is clear enough to act on. Estimate your confidence (0-1) that you know exactly what the
+user wants. Classify the ambiguity: scope (which items), action (which operation), missing_context,
+safety (destructive and unclear), outside_domain, or clear. Say what you understood and what is
+unclear. Only when confidence is below {threshold}, write 1-4 multiple-choice questions (2-6
+options each, keys a-f) whose `maps_to` text, appended to the request, makes it precise.
+
+Workspace: {context}
+
+Request: {request}"""
+
+
+async def analyze(*, client: LLMClient, request: str, context: str, projects: list[str], threshold: float) -> AmbiguityAnalysis:
+    """Never raises: when the analysis fails, the request is treated as clear (never block a turn)."""
+    if not client.is_offline:
+        prompt = ANALYSIS_PROMPT.format(threshold=threshold, context=context[-3000:], request=request)
+        try:
+            return await client.structured([ChatMessage(role="user", content=prompt)], schema=AmbiguityAnalysis)
+        except LLMError as exc:
+            log.warning("clarification analysis failed (%s); treating the request as clear", exc.kind)
+            return AmbiguityAnalysis.clear(request)
+    return analyze_with_templates(request, projects=projects)
+
+
+def analyze_with_templates(request: str, *, projects: list[str]) -> AmbiguityAnalysis:
+    for template in templates():
+        if any(re.search(pattern, request, re.IGNORECASE) for pattern in template["triggers"]):
+            return _from_template(template, projects)
+    return AmbiguityAnalysis.clear(request)
+
+
+@functools.cache
+def templates() -> tuple[dict, ...]:
+    return tuple(yaml.safe_load(path.read_text()) for path in sorted(TEMPLATES_DIR.glob("*.yaml")))
+
+
+def _from_template(template: dict, projects: list[str]) -> AmbiguityAnalysis:
+    questions = []
+    for spec in template["questions"]:
+        options = [dict(o) for o in spec["options"]]
+        if per_project := spec.get("options_from_projects"):
+            for name in projects[:MAX_PROJECT_OPTIONS]:
+                options.append({k: v.format(name=name) for k, v in per_project.items()})
+        for i, option in enumerate(options):
+            option["key"] = "abcdef"[i]
+        if len(options) >= 2:
+            questions.append(ClarificationQuestion(**{k: v for k, v in spec.items() if k != "options_from_projects"} | {"options": options[:6]}))
+    return AmbiguityAnalysis(**template["analysis"], questions=questions)
+
+
+def needs_clarification(analysis: AmbiguityAnalysis, *, threshold: float) -> bool:
+    return analysis.confidence < threshold and bool(analysis.questions)
+
+
+def enhance(request: str, additions: list[str]) -> str:
+    """The request, made precise by what the answers map to (seed 002's QueryEnhancer).
+
+    A `maps_to` that is a full request replaces the vague one; short qualifiers are appended.
+    """
+    additions = [a.strip() for a in additions if a and a.strip()]
+    if not additions:
+        return request
+    head, *rest = additions
+    base = head if len(head.split()) >= 3 else f"{request} {head}"
+    return " ".join([base, *rest])

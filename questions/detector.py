@@ -1,0 +1,68 @@
+"""The question detector (seed 001): when a plain reply ends by asking the person something, the
+question becomes a card with options and a complexity (which sets its timeout)."""
+from __future__ import annotations
+
+import logging
+import re
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from llm import ChatMessage, LLMClient, LLMError
+from questions.text import last_sentence
+
+log = logging.getLogger("clarion.questions")
+
+Complexity = Literal["low", "medium", "high"]
+
+
+class DetectedQuestion(BaseModel):
+    question: str = Field(max_length=500)
+    options: list[str] = Field(min_length=2, max_length=6)
+    complexity: Complexity
+
+
+class Detection(BaseModel):
+    questions: list[DetectedQuestion] = Field(max_length=4)
+
+
+DETECT_PROMPT = """The assistant's reply below may end by asking the user a question. If it does,
+extract each question the user is expected to answer, with 2-6 short answer options the user is
+likely to pick, and a complexity: "low" for yes/no or a simple choice, "medium" for 3-4 domain
+options, "high" for open-ended or technical. If the reply asks nothing, return no questions.
+
+Reply:
+{reply}"""
+
+_YES_NO = re.compile(r"^(should|shall|do|does|did|would|will|can|could|is|are|want|may)\b", re.IGNORECASE)
+_CHOICES = re.compile(r"(?:^|\b(?:to|in|for|use|about|prefer|like|choose|pick|want)\s+|:\s*)(?P<list>[^?]+?,?\s+or\s+[^?]+)\?$", re.IGNORECASE)
+
+
+def asks_something(reply: str) -> bool:
+    return last_sentence(reply).endswith("?")
+
+
+async def detect(*, client: LLMClient, reply: str) -> list[DetectedQuestion]:
+    """Questions the reply ends with; [] when it asks nothing. Never raises."""
+    if not asks_something(reply):
+        return []
+    if not client.is_offline:
+        try:
+            detection = await client.structured([ChatMessage(role="user", content=DETECT_PROMPT.format(reply=reply[-3000:]))], schema=Detection)
+            return detection.questions
+        except LLMError as exc:
+            log.warning("detector fell back to offline rules: %s", exc.kind)
+    found = offline_detect(reply)
+    return [found] if found else []
+
+
+def offline_detect(reply: str) -> DetectedQuestion | None:
+    question = last_sentence(reply)
+    if match := _CHOICES.search(question):
+        parts = [p.strip(" .,'\"“”") for p in re.split(r",\s*(?:or\s+)?|\s+or\s+", match["list"]) if p.strip(" .,")]
+        options = [p[:1].upper() + p[1:] for p in parts if 0 < len(p) <= 80]
+        if 2 <= len(options) <= 6:
+            return DetectedQuestion(question=question, options=options, complexity="low" if len(options) == 2 else "medium")
+    if _YES_NO.match(question):
+        return DetectedQuestion(question=question, options=["Yes", "No"], complexity="low")
+    return None

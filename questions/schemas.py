@@ -1,0 +1,82 @@
+"""Validation at the edges of the questions feature (seed 000's rules), as pydantic models.
+
+The model's `ask_user` arguments and a person's answer are both checked here; a violation is a
+message a model can correct or a person can act on.
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+QUESTION_MAX = 500
+OPTION_MAX = 200
+PLACEHOLDER_MAX = 100
+CUSTOM_MAX = 1000
+HEADER_MAX = 40
+MIN_OPTIONS, MAX_OPTIONS = 2, 6
+MAX_QUESTIONS_PER_ASK = 4
+
+NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class OptionSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    label: Annotated[NonEmpty, StringConstraints(max_length=OPTION_MAX)]
+    description: Annotated[str, StringConstraints(strip_whitespace=True, max_length=OPTION_MAX)] = ""
+
+
+class QuestionSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: Annotated[NonEmpty, StringConstraints(max_length=QUESTION_MAX)]
+    header: Annotated[str, StringConstraints(strip_whitespace=True, max_length=HEADER_MAX)] = Field(
+        "", description="A 1-3 word chip shown above the question, e.g. 'Project'."
+    )
+    options: list[OptionSpec] = Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS)
+    allow_custom: bool = Field(True, description="Let the user type their own answer.")
+    placeholder: Annotated[str, StringConstraints(strip_whitespace=True, max_length=PLACEHOLDER_MAX)] = ""
+    multi_select: bool = Field(False, description="Let the user pick several options.")
+    timeout_seconds: float | None = Field(
+        None, ge=5, le=3600, description="Seconds before the default (the most likely option) is applied."
+    )
+
+    @field_validator("options")
+    @classmethod
+    def _distinct_labels(cls, options: list[OptionSpec]) -> list[OptionSpec]:
+        labels = [o.label.casefold() for o in options]
+        if len(set(labels)) != len(labels):
+            raise ValueError("option labels must be distinct")
+        return options
+
+
+class AskUserArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    questions: list[QuestionSpec] = Field(min_length=1, max_length=MAX_QUESTIONS_PER_ASK)
+
+
+class AnswerInput(BaseModel):
+    """One person's answer to one question, before it is checked against that question."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    selected_indexes: list[int] = Field(default_factory=list)
+    # When the client names the label it showed, it must match the option at that index.
+    labels: list[str] | None = None
+    custom: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "AnswerInput":
+        if self.custom is not None:
+            self.custom = self.custom.strip()
+            if not self.custom:
+                raise ValueError("Type an answer first.")
+            if len(self.custom) > CUSTOM_MAX:
+                raise ValueError(f"That answer is {len(self.custom):,} characters; the limit is {CUSTOM_MAX:,}.")
+            if self.selected_indexes:
+                raise ValueError("Pick options or type an answer, not both.")
+        elif not self.selected_indexes:
+            raise ValueError("Pick an option or type an answer.")
+        return self

@@ -1,0 +1,326 @@
+"""Asking, answering, expiring: every state change of a question, atomically.
+
+Every write locks the question's group row first, so answers, deadlines and skips of one group
+are serialized across processes; a question's own resolution is a conditional UPDATE on
+`status='pending'`, so a second resolver (double click, second tab, deadline) loses cleanly and
+gets the resolved question back. Exactly one resolver completes the group.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from questions.models import PendingQuestion, QuestionGroup
+from questions.schemas import AnswerInput, QuestionSpec
+
+Status = PendingQuestion.Status
+Via = PendingQuestion.ResolvedVia
+
+
+class AskRejected(ValueError):
+    """The model may not ask right now; the text tells it why (it arrives as a tool error)."""
+
+
+class AnswerRejected(ValueError):
+    """An answer that does not fit its question; nothing was written. The text is for the person."""
+
+
+class AlreadyResolved(Exception):
+    """Someone (or the deadline) resolved this question first."""
+
+    def __init__(self, question: PendingQuestion):
+        super().__init__(f"Question {question.pk} is already {question.status}.")
+        self.question = question
+
+
+@dataclass(frozen=True)
+class QuestionTimeouts:
+    """Seconds before a default is applied. Seed 001's complexity ladder for clarifications,
+    seed 000's five minutes for plain asks and confirmations."""
+
+    low: float = 8
+    medium: float = 15
+    high: float = 25
+    ask: float = 300
+
+    @classmethod
+    def from_settings(cls) -> "QuestionTimeouts":
+        return cls(**settings.QUESTION_TIMEOUTS)
+
+    def for_question(self, *, kind: str, complexity: str, requested: float | None) -> float:
+        if requested is not None:
+            return requested
+        if kind in (QuestionGroup.Kind.CLARIFY, QuestionGroup.Kind.DETECTED) and complexity:
+            return getattr(self, complexity)
+        return self.ask
+
+
+@dataclass
+class Resolution:
+    question: PendingQuestion
+    group: QuestionGroup
+    # True for exactly one resolver: the one whose resolution finished the group.
+    completed_group: bool = False
+    next_question: PendingQuestion | None = None
+    changed: list[PendingQuestion] = field(default_factory=list)
+
+
+# --- asking ----------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def ask(
+    *,
+    user,
+    conversation_id,
+    kind: str,
+    specs: list[QuestionSpec],
+    tool_call_id: str = "",
+    tool_name: str = "",
+    payload: dict | None = None,
+    complexity: str = "",
+    destructive: bool = False,
+    default_indexes: list[list[int]] | None = None,
+    option_extras: list[list[dict]] | None = None,
+    timeouts: QuestionTimeouts | None = None,
+    now: dt.datetime | None = None,
+) -> QuestionGroup:
+    """Create a group of questions; the first one becomes current and its deadline starts."""
+    now = now or timezone.now()
+    timeouts = timeouts or QuestionTimeouts.from_settings()
+    _check_limits(user=user, conversation_id=conversation_id, new=len(specs), now=now)
+    group = QuestionGroup.objects.create(
+        conversation_id=conversation_id, user=user, kind=kind, tool_call_id=tool_call_id, tool_name=tool_name, payload=payload or {}
+    )
+    questions = []
+    for position, spec in enumerate(specs):
+        extras = (option_extras or [[]] * len(specs))[position]
+        timeout = timeouts.for_question(kind=kind, complexity=complexity, requested=spec.timeout_seconds)
+        questions.append(
+            PendingQuestion(
+                group=group,
+                position=position,
+                conversation_id=conversation_id,
+                user=user,
+                tool_call_id=tool_call_id,
+                question=spec.question,
+                header=spec.header,
+                options=[
+                    {"label": o.label, "description": o.description, **(extras[i] if i < len(extras) else {})}
+                    for i, o in enumerate(spec.options)
+                ],
+                allow_custom=spec.allow_custom,
+                placeholder=spec.placeholder,
+                multi_select=spec.multi_select,
+                complexity=complexity,
+                destructive=destructive,
+                timeout_seconds=timeout,
+                deadline=now + dt.timedelta(seconds=timeout) if position == 0 else None,
+                default_indexes=(default_indexes or [[]] * len(specs))[position],
+            )
+        )
+    PendingQuestion.objects.bulk_create(questions)
+    return group
+
+
+def _check_limits(*, user, conversation_id, new: int, now: dt.datetime) -> None:
+    limit = settings.QUESTIONS_MAX_PENDING_PER_USER
+    pending = PendingQuestion.objects.filter(user=user, status=Status.PENDING).count()
+    if pending + new > limit:
+        raise AskRejected(
+            f"The user already has {pending} unanswered question(s) and at most {limit} may be pending. "
+            "Continue without asking, or wait for answers."
+        )
+    interval = settings.QUESTIONS_MIN_INTERVAL_SECONDS
+    recent = QuestionGroup.objects.filter(conversation_id=conversation_id, created_at__gt=now - dt.timedelta(seconds=interval))
+    if recent.exists():
+        raise AskRejected(f"A question was asked in this conversation less than {interval:g} s ago; ask at most one every {interval:g} s.")
+
+
+# --- answering -------------------------------------------------------------------------------
+
+
+def answer(*, user, question_id, answer: AnswerInput, via: str) -> Resolution:
+    """Resolve a question with a person's answer. Raises PendingQuestion.DoesNotExist for
+    another user's question, AnswerRejected for an answer that doesn't fit, AlreadyResolved."""
+    with transaction.atomic():
+        question = PendingQuestion.objects.get(pk=question_id, user=user)
+        group = QuestionGroup.objects.select_for_update().get(pk=question.group_id)
+        question.refresh_from_db()
+        if not question.is_pending:
+            raise AlreadyResolved(question)
+        text, indexes, is_custom = _checked(question, answer)
+        via = _via(via, is_custom=is_custom, picked=len(indexes))
+        return _resolve(question, group, status=Status.ANSWERED, text=text, indexes=indexes, is_custom=is_custom, via=via)
+
+
+def _via(requested: str, *, is_custom: bool, picked: int) -> str:
+    if is_custom:
+        return Via.CHAT_TEXT if requested == Via.CHAT_TEXT else Via.CUSTOM
+    return Via.OPTIONS if picked > 1 and requested == Via.OPTION else requested
+
+
+def _checked(question: PendingQuestion, answer: AnswerInput) -> tuple[str, list[int], bool]:
+    if answer.custom is not None:
+        if not question.allow_custom:
+            raise AnswerRejected(f"This question needs one of its options ({_key_range(question)}); a typed answer is not allowed.")
+        return answer.custom, [], True
+    indexes = answer.selected_indexes
+    count = len(question.options)
+    for i in indexes:
+        if not 0 <= i < count:
+            raise AnswerRejected(f"Option {i + 1} is not one of the {count} options.")
+    if len(set(indexes)) != len(indexes):
+        raise AnswerRejected("An option was picked twice.")
+    if len(indexes) > 1 and not question.multi_select:
+        raise AnswerRejected("Pick just one option for this question.")
+    if answer.labels is not None:
+        expected = [question.options[i]["label"] for i in indexes]
+        if [label.strip() for label in answer.labels] != expected:
+            raise AnswerRejected("The option you picked no longer matches the question; reload and try again.")
+    ordered = sorted(indexes)
+    return ", ".join(question.options[i]["label"] for i in ordered), ordered, False
+
+
+def _key_range(question: PendingQuestion) -> str:
+    keys = question.option_keys
+    return f"{keys[0]}–{keys[-1]}"
+
+
+def _resolve(
+    question: PendingQuestion, group: QuestionGroup, *, status: str, text: str, indexes: list[int], is_custom: bool, via: str
+) -> Resolution:
+    now = timezone.now()
+    updated = PendingQuestion.objects.filter(pk=question.pk, status=Status.PENDING).update(
+        status=status, answer=text, selected_indexes=indexes, is_custom=is_custom, resolved_via=via, resolved_at=now, paused_at=None
+    )
+    question.refresh_from_db()
+    if not updated:
+        raise AlreadyResolved(question)
+    resolution = Resolution(question=question, group=group, changed=[question])
+    nxt = group.questions.filter(status=Status.PENDING).order_by("position").first()
+    if nxt is not None:
+        if nxt.deadline is None and nxt.timeout_seconds:
+            nxt.deadline = now + dt.timedelta(seconds=nxt.timeout_seconds)
+            nxt.save(update_fields=["deadline"])
+        resolution.next_question = nxt
+    elif group.completed_at is None:
+        group.completed_at = now
+        group.save(update_fields=["completed_at"])
+        resolution.completed_group = True
+    return resolution
+
+
+# --- deadlines -------------------------------------------------------------------------------
+
+
+def expire_if_due(*, question_id, now: dt.datetime | None = None) -> Resolution | None:
+    """Apply the default if the deadline has passed; None if it hasn't (or someone answered)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        question = PendingQuestion.objects.filter(pk=question_id).first()
+        if question is None:
+            return None
+        group = QuestionGroup.objects.select_for_update().get(pk=question.group_id)
+        question.refresh_from_db()
+        if not question.is_pending or question.deadline is None or question.deadline > now:
+            return None
+        indexes = [i for i in question.default_indexes if 0 <= i < len(question.options)]
+        if question.destructive:
+            indexes = []  # a destructive confirmation never defaults to "yes"
+        if not question.multi_select:
+            indexes = indexes[:1]
+        text = ", ".join(question.options[i]["label"] for i in indexes)
+        via = Via.TIMEOUT_DEFAULT if indexes else Via.TIMEOUT_NONE
+        return _resolve(question, group, status=Status.TIMED_OUT, text=text, indexes=indexes, is_custom=False, via=via)
+
+
+def due_question_ids(*, now: dt.datetime | None = None, limit: int = 200) -> list:
+    now = now or timezone.now()
+    return list(
+        PendingQuestion.objects.filter(status=Status.PENDING, deadline__lte=now).order_by("deadline").values_list("pk", flat=True)[:limit]
+    )
+
+
+@transaction.atomic
+def pause(*, user, question_id) -> PendingQuestion:
+    """The person started typing: stop the clock. The deadline moves out by the remaining pause
+    budget, so a tab that vanishes mid-pause still times out eventually."""
+    question = _locked_pending(user=user, question_id=question_id)
+    if question.paused_at is None and question.deadline is not None:
+        now = timezone.now()
+        remaining = max(0.0, (question.deadline - now).total_seconds())
+        budget = max(0.0, settings.QUESTION_PAUSE_CAP_SECONDS - question.pause_seconds_used)
+        question.paused_at, question.remaining_at_pause = now, remaining
+        question.deadline = now + dt.timedelta(seconds=remaining + budget)
+        question.save(update_fields=["paused_at", "remaining_at_pause", "deadline"])
+    return question
+
+
+@transaction.atomic
+def resume(*, user, question_id) -> PendingQuestion:
+    """Five seconds idle: the clock runs again from where it stopped (the pause is used up)."""
+    question = _locked_pending(user=user, question_id=question_id)
+    if question.paused_at is not None:
+        now = timezone.now()
+        budget = max(0.0, settings.QUESTION_PAUSE_CAP_SECONDS - question.pause_seconds_used)
+        used = min(budget, (now - question.paused_at).total_seconds())
+        # Past the cap, the clock ran on during the pause; what was left is reduced by the excess.
+        overrun = max(0.0, (now - question.paused_at).total_seconds() - budget)
+        question.pause_seconds_used += used
+        question.deadline = now + dt.timedelta(seconds=max(0.0, (question.remaining_at_pause or 0) - overrun))
+        question.paused_at, question.remaining_at_pause = None, None
+        question.save(update_fields=["paused_at", "remaining_at_pause", "deadline", "pause_seconds_used"])
+    return question
+
+
+def _locked_pending(*, user, question_id) -> PendingQuestion:
+    question = PendingQuestion.objects.get(pk=question_id, user=user)
+    QuestionGroup.objects.select_for_update().get(pk=question.group_id)
+    question.refresh_from_db()
+    if not question.is_pending:
+        raise AlreadyResolved(question)
+    return question
+
+
+# --- skipping and guesses --------------------------------------------------------------------
+
+
+def skip_group(*, user, group_id) -> Resolution:
+    """`s`/`skip`: every unanswered question of the group is cancelled."""
+    with transaction.atomic():
+        group = QuestionGroup.objects.select_for_update().get(pk=group_id, user=user)
+        pending = list(group.questions.filter(status=Status.PENDING).order_by("position"))
+        if not pending:
+            raise AlreadyResolved(group.questions.order_by("-position").first())
+        resolution = None
+        changed = []
+        for question in pending:
+            resolution = _resolve(question, group, status=Status.CANCELLED, text="", indexes=[], is_custom=False, via=Via.SKIPPED)
+            changed.append(resolution.question)
+        resolution.changed = changed
+        return resolution
+
+
+@transaction.atomic
+def record_guess(*, question_id, ranking: list[dict]) -> PendingQuestion | None:
+    """Store the guesser's confidences; the top option becomes the timeout default.
+    `ranking`: [{"index", "confidence" (0..1), "reasoning"}]. No-op once resolved."""
+    question = PendingQuestion.objects.select_for_update().filter(pk=question_id, status=Status.PENDING).first()
+    if question is None:
+        return None
+    by_index = {r["index"]: r for r in ranking if 0 <= r["index"] < len(question.options)}
+    for i, option in enumerate(question.options):
+        if i in by_index:
+            option["confidence"] = round(float(by_index[i]["confidence"]), 3)
+            option["reasoning"] = str(by_index[i].get("reasoning", ""))[:200]
+    ordered = sorted(by_index.values(), key=lambda r: -r["confidence"])
+    if ordered and not question.destructive:
+        question.default_indexes = [ordered[0]["index"]]
+    question.guessed_at = timezone.now()
+    question.save(update_fields=["options", "default_indexes", "guessed_at"])
+    return question

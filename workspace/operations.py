@@ -1,0 +1,241 @@
+"""Changes the agent may propose. Nothing here runs until the person confirms.
+
+`check` runs when the model proposes (ids must be the user's, so the card never lists a
+stranger's task); `apply` runs on confirmation, re-checks ownership and applies everything in
+one transaction — all or nothing.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal, Union
+
+from django.db import transaction
+from django.utils import timezone
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+
+from workspace.models import Note, Project, Task
+
+Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+MAX_OPERATIONS = 500
+
+
+class OperationRejected(ValueError):
+    """A proposal or an application that cannot go ahead; the text names what is wrong."""
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateTask(_Op):
+    op: Literal["create_task"]
+    title: Title
+    description: str = ""
+    project_id: int | None = None
+    status: Task.Status = Task.Status.TODO
+    priority: Task.Priority = Task.Priority.MEDIUM
+    due_date: dt.date | None = None
+
+
+class UpdateTask(_Op):
+    op: Literal["update_task"]
+    task_id: int
+    title: Title | None = None
+    description: str | None = None
+    status: Task.Status | None = None
+    priority: Task.Priority | None = None
+    due_date: dt.date | None = None
+
+
+class CompleteTask(_Op):
+    op: Literal["complete_task"]
+    task_id: int
+
+
+class MoveTask(_Op):
+    op: Literal["move_task"]
+    task_id: int
+    project_id: int | None = Field(description="Target project id, or null for no project.")
+
+
+class DeleteTask(_Op):
+    op: Literal["delete_task"]
+    task_id: int
+
+
+class CreateNote(_Op):
+    op: Literal["create_note"]
+    title: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)]
+    content: str = ""
+    project_id: int | None = None
+
+
+class UpdateNote(_Op):
+    op: Literal["update_note"]
+    note_id: int
+    title: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)] | None = None
+    content: str | None = None
+
+
+class MoveNote(_Op):
+    op: Literal["move_note"]
+    note_id: int
+    project_id: int | None
+
+
+class DeleteNote(_Op):
+    op: Literal["delete_note"]
+    note_id: int
+
+
+class CreateProject(_Op):
+    op: Literal["create_project"]
+    name: Name
+    description: str = ""
+
+
+class UpdateProject(_Op):
+    op: Literal["update_project"]
+    project_id: int
+    name: Name | None = None
+    description: str | None = None
+    archived: bool | None = None
+
+
+class DeleteProject(_Op):
+    op: Literal["delete_project"]
+    project_id: int
+
+
+Operation = Annotated[
+    Union[
+        CreateTask, UpdateTask, CompleteTask, MoveTask, DeleteTask,
+        CreateNote, UpdateNote, MoveNote, DeleteNote,
+        CreateProject, UpdateProject, DeleteProject,
+    ],
+    Field(discriminator="op"),
+]  # fmt: skip
+OPERATIONS = TypeAdapter(list[Operation])
+DESTRUCTIVE = {"delete_task", "delete_note", "delete_project"}
+
+
+class ProposeOperationsArgs(_Op):
+    summary: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)] = Field(
+        description="One line saying what these changes do, e.g. 'Delete all 50 completed tasks'."
+    )
+    operations: list[Operation] = Field(min_length=1, max_length=MAX_OPERATIONS)
+
+
+def _targets(operations: list) -> dict[type, set[int]]:
+    wanted: dict[type, set[int]] = {Task: set(), Note: set(), Project: set()}
+    for op in operations:
+        if hasattr(op, "task_id"):
+            wanted[Task].add(op.task_id)
+        if hasattr(op, "note_id"):
+            wanted[Note].add(op.note_id)
+        if getattr(op, "project_id", None) is not None:
+            wanted[Project].add(op.project_id)
+    return wanted
+
+
+def _owned(*, user, operations: list) -> dict[type, dict[int, object]]:
+    """The rows the operations touch, all the user's — or OperationRejected naming the others."""
+    found: dict[type, dict[int, object]] = {}
+    missing = []
+    for model, ids in _targets(operations).items():
+        rows = {row.pk: row for row in model.objects.filter(owner=user, pk__in=ids)} if ids else {}
+        found[model] = rows
+        missing += [f"{model.__name__.lower()} {pk}" for pk in sorted(ids - rows.keys())]
+    if missing:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        raise OperationRejected(f"Not found: {shown}. Query the workspace for current ids and propose again.")
+    return found
+
+
+def check(*, user, operations: list) -> list[dict]:
+    """Validate a proposal for this user; returns what the card shows, one line per operation."""
+    rows = _owned(user=user, operations=operations)
+    return [{"op": op.op, "text": describe(op, rows), "destructive": op.op in DESTRUCTIVE} for op in operations]
+
+
+def describe(op, rows: dict[type, dict[int, object]]) -> str:
+    def title(model, pk):
+        row = rows[model].get(pk)
+        return f"“{getattr(row, 'title', None) or getattr(row, 'name', '')}”"
+
+    def project(pk):
+        return "no project" if pk is None else title(Project, pk)
+
+    match op.op:
+        case "create_task":
+            return f"Create task “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "")
+        case "update_task":
+            changes = ", ".join(f"{k} → {v}" for k, v in op.model_dump(exclude={"op", "task_id"}, exclude_none=True).items())
+            return f"Update task {title(Task, op.task_id)}: {changes or 'no changes'}"
+        case "complete_task":
+            return f"Mark task {title(Task, op.task_id)} completed"
+        case "move_task":
+            return f"Move task {title(Task, op.task_id)} to {project(op.project_id)}"
+        case "delete_task":
+            return f"Delete task {title(Task, op.task_id)}"
+        case "create_note":
+            return f"Create note “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "")
+        case "update_note":
+            return f"Update note {title(Note, op.note_id)}"
+        case "move_note":
+            return f"Move note {title(Note, op.note_id)} to {project(op.project_id)}"
+        case "delete_note":
+            return f"Delete note {title(Note, op.note_id)}"
+        case "create_project":
+            return f"Create project “{op.name}”"
+        case "update_project":
+            return f"Update project {title(Project, op.project_id)}"
+        case "delete_project":
+            return f"Delete project {title(Project, op.project_id)} (its tasks and notes are kept, without a project)"
+    raise AssertionError(op.op)
+
+
+@transaction.atomic
+def apply(*, user, operations: list[dict]) -> dict:
+    """Apply confirmed operations (as stored JSON) in one transaction, after re-checking that
+    every row still exists and is the user's. Raises OperationRejected; nothing is then written."""
+    ops = OPERATIONS.validate_python(operations)
+    rows = _owned(user=user, operations=ops)
+    # Lock what we are about to change so a concurrent edit can't interleave.
+    for model, found in rows.items():
+        if found:
+            list(model.objects.select_for_update().filter(pk__in=found.keys()))
+    counts: dict[str, int] = {}
+    for op in ops:
+        _apply_one(user, op, rows)
+        counts[op.op] = counts.get(op.op, 0) + 1
+    return {"applied": len(ops), "by_operation": counts}
+
+
+def _apply_one(user, op, rows) -> None:
+    match op.op:
+        case "create_task":
+            Task.objects.create(owner=user, project=rows[Project].get(op.project_id), **op.model_dump(exclude={"op", "project_id"}))
+        case "update_task":
+            Task.objects.filter(pk=op.task_id, owner=user).update(**op.model_dump(exclude={"op", "task_id"}, exclude_none=True), updated_at=timezone.now())
+        case "complete_task":
+            Task.objects.filter(pk=op.task_id, owner=user).update(status=Task.Status.COMPLETED, updated_at=timezone.now())
+        case "move_task":
+            Task.objects.filter(pk=op.task_id, owner=user).update(project_id=op.project_id, updated_at=timezone.now())
+        case "delete_task":
+            Task.objects.filter(pk=op.task_id, owner=user).delete()
+        case "create_note":
+            Note.objects.create(owner=user, project=rows[Project].get(op.project_id), title=op.title, content=op.content)
+        case "update_note":
+            Note.objects.filter(pk=op.note_id, owner=user).update(**op.model_dump(exclude={"op", "note_id"}, exclude_none=True), updated_at=timezone.now())
+        case "move_note":
+            Note.objects.filter(pk=op.note_id, owner=user).update(project_id=op.project_id, updated_at=timezone.now())
+        case "delete_note":
+            Note.objects.filter(pk=op.note_id, owner=user).delete()
+        case "create_project":
+            Project.objects.create(owner=user, name=op.name, description=op.description)
+        case "update_project":
+            Project.objects.filter(pk=op.project_id, owner=user).update(**op.model_dump(exclude={"op", "project_id"}, exclude_none=True), updated_at=timezone.now())
+        case "delete_project":
+            Project.objects.filter(pk=op.project_id, owner=user).delete()
