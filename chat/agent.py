@@ -159,7 +159,7 @@ class Turn:
         await self._publish(html)
         if first is not None:
             deadlines.schedule(first.pk, first.deadline)
-        if group.kind != QuestionGroup.Kind.CONFIRM:
+        if group.kind != QuestionGroup.Kind.CONFIRM and settings.QUESTION_GUESSER_ENABLED:
             _background(guess_in_background(group.pk, client=self.client, context=self.context))
 
     async def _loop(self, messages: list[ChatMessage]) -> None:

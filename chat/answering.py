@@ -33,17 +33,19 @@ APPLY = 0
 # --- recording what a completed group means --------------------------------------------------
 
 
-def record_group_outcome(group: QuestionGroup) -> None:
-    """Called inside the transaction that completed the group (exactly once per group)."""
+def record_group_outcome(group: QuestionGroup) -> Message | None:
+    """Called inside the transaction that completed the group (exactly once per group).
+    Returns the user-role message it wrote on the person's behalf, if any (to show it)."""
     group.refresh_from_db()
     if group.kind == QuestionGroup.Kind.ASK:
         _tool_result(group, question_selectors.answers_for_model(group))
     elif group.kind == QuestionGroup.Kind.CONFIRM:
         _tool_result(group, _confirmation_outcome(group))
     elif group.kind == QuestionGroup.Kind.CLARIFY:
-        _clarified_request(group)
+        return _clarified_request(group)
     elif group.kind == QuestionGroup.Kind.DETECTED:
-        _answer_as_message(group)
+        return _answer_as_message(group)
+    return None
 
 
 def _tool_result(group: QuestionGroup, result: dict) -> None:
@@ -70,7 +72,7 @@ def _confirmation_outcome(group: QuestionGroup) -> dict:
     return {"status": "cancelled", "note": "The user cancelled; nothing was changed."}
 
 
-def _clarified_request(group: QuestionGroup) -> None:
+def _clarified_request(group: QuestionGroup) -> Message:
     from questions.clarification import enhance
 
     request = Message.objects.get(pk=group.payload["request_message_id"])
@@ -83,21 +85,21 @@ def _clarified_request(group: QuestionGroup) -> None:
         else:
             additions += [q.options[i].get("maps_to", q.options[i]["label"]) for i in q.selected_indexes]
     text = request.content if skipped else enhance(request.content, additions)
-    services.post_derived_user_message(
+    return services.post_derived_user_message(
         conversation_id=group.conversation_id,
         content=text,
         metadata={"clarification_of": group.payload["request_root_id"], "clarification_group": str(group.pk), "skipped": skipped},
     )
 
 
-def _answer_as_message(group: QuestionGroup) -> None:
+def _answer_as_message(group: QuestionGroup) -> Message:
     parts, timed_out = [], False
     for q in question_selectors.group_questions(group):
         timed_out |= q.status == Status.TIMED_OUT
         if q.answer:
             parts.append(q.answer)
     text = "; ".join(parts) or "(no answer)"
-    services.post_derived_user_message(
+    return services.post_derived_user_message(
         conversation_id=group.conversation_id,
         content=text,
         metadata={"answer_to": str(group.pk), "timed_out": timed_out},
@@ -108,7 +110,7 @@ def _resolve_and_record(resolve) -> questions.Resolution | None:
     with transaction.atomic():
         resolution = resolve()
         if resolution is not None and resolution.completed_group:
-            record_group_outcome(resolution.group)
+            resolution.derived_message = record_group_outcome(resolution.group)
     return resolution
 
 
@@ -205,6 +207,10 @@ async def after_resolution(resolution: questions.Resolution) -> None:
     from chat import agent, deadlines
 
     await publish_group(resolution.group.pk)
+    if (message := resolution.derived_message) is not None:
+        html = await database_sync_to_async(rendering.message_appended)(message)
+        group_name = Conversation(pk=message.conversation_id).group_name
+        await get_channel_layer().group_send(group_name, {"type": "broadcast.html", "html": html})
     if resolution.next_question is not None and resolution.next_question.deadline is not None:
         deadlines.schedule(resolution.next_question.pk, resolution.next_question.deadline)
     if resolution.completed_group:

@@ -67,6 +67,8 @@ class Resolution:
     completed_group: bool = False
     next_question: PendingQuestion | None = None
     changed: list[PendingQuestion] = field(default_factory=list)
+    # Set by the caller that records the group's outcome: a message written on the person's behalf.
+    derived_message: object | None = None
 
 
 # --- asking ----------------------------------------------------------------------------------

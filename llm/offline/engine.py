@@ -94,9 +94,15 @@ def _current_request(messages: list[ChatMessage]) -> tuple[str, list[_Step]]:
     return messages[last_user].content or "", steps
 
 
+WRITE_KINDS = {"delete_tasks", "complete_tasks", "move_tasks", "create_task", "create_note"}
+BULK_LIMIT = 500
+
+
 def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
-    if steps and "error" in steps[-1].result:
+    if steps and "error" in steps[-1].result and "status" not in steps[-1].result:
         return phrasing.tool_failed(steps[-1].result["error"])
+    if intent.kind in WRITE_KINDS:
+        return _write_action(intent, steps)
     if intent.kind == "help":
         return phrasing.CAPABILITIES
     if intent.kind == "projects":
@@ -129,6 +135,60 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
             {"status": intent.status, "project_id": project_id, "search": intent.search, "limit": 50}
         )
     return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
+
+
+def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
+    """Writes are proposed, never applied: the person confirms the whole list first."""
+    project_id = target_id = None
+    if intent.project_name or intent.target_project:
+        if not steps:
+            return "query_projects", {"include_stats": False}
+        projects = steps[0].result.get("projects", [])
+        for name in filter(None, [intent.project_name, intent.target_project]):
+            if _match_project(name, projects) is None:
+                return phrasing.project_not_found(name, projects)
+        project_id = intent.project_name and _match_project(intent.project_name, projects)["id"]
+        target_id = intent.target_project and _match_project(intent.target_project, projects)["id"]
+        steps = steps[1:]
+
+    if intent.kind in ("create_task", "create_note"):
+        if not steps:
+            op = {"op": intent.kind, "title": intent.title}
+            if project_id:
+                op["project_id"] = project_id
+            noun = "task" if intent.kind == "create_task" else "note"
+            return "propose_operations", {"summary": f"Create the {noun} “{intent.title}”", "operations": [op]}
+        return phrasing.operations_outcome(steps[-1].result)
+
+    if not steps:
+        query = {"status": intent.status, "project_id": project_id, "search": intent.search, "limit": BULK_LIMIT}
+        return "query_tasks", _without_none(query)
+    found = steps[0].result
+    if len(steps) > 1:
+        return phrasing.operations_outcome(steps[-1].result, more=found.get("more", 0))
+    tasks = found.get("tasks", [])
+    if intent.kind == "complete_tasks":
+        tasks = [t for t in tasks if t["status"] != "completed"]
+    if intent.kind == "move_tasks":
+        tasks = [t for t in tasks if (t.get("project") or {}).get("id") != target_id]
+    action = {"delete_tasks": "delete", "complete_tasks": "complete", "move_tasks": "move"}[intent.kind]
+    if not tasks:
+        return phrasing.nothing_to_change(action, status=intent.status, search=intent.search, project_name=intent.project_name)
+    if intent.kind == "delete_tasks":
+        ops = [{"op": "delete_task", "task_id": t["id"]} for t in tasks]
+    elif intent.kind == "complete_tasks":
+        ops = [{"op": "complete_task", "task_id": t["id"]} for t in tasks]
+    else:
+        ops = [{"op": "move_task", "task_id": t["id"], "project_id": target_id} for t in tasks]
+    label = phrasing.STATUS_LABEL.get(intent.status, "")
+    what = f"{len(ops)} {label + ' ' if label else ''}task{'s' if len(ops) != 1 else ''}"
+    scope = phrasing.scope(intent.project_name, intent.search)
+    summary = {
+        "delete_tasks": f"Delete {what}{scope}",
+        "complete_tasks": f"Mark {what}{scope} completed",
+        "move_tasks": f"Move {what}{scope} to {intent.target_project}",
+    }[intent.kind]
+    return "propose_operations", {"summary": summary, "operations": ops}
 
 
 def _match_project(name: str, projects: list[dict]) -> dict | None:

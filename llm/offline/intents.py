@@ -30,10 +30,29 @@ _GENERIC_TERMS = {"tasks", "task", "notes", "note", "it", "them", "everything", 
 
 @dataclass(frozen=True)
 class Intent:
-    kind: str  # "tasks" | "count_tasks" | "notes" | "projects" | "help"
+    # read: "tasks" | "count_tasks" | "notes" | "projects" | "help"
+    # write (always proposed, never applied without confirmation):
+    #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
+    kind: str
     status: str = "all"
     search: str | None = None
     project_name: str | None = None
+    target_project: str | None = None  # move_tasks: where to
+    title: str | None = None  # create_*: what to call it
+
+
+_DELETE = re.compile(r"\b(delete|remove|erase|get rid of|clear out)\b", re.IGNORECASE)
+_COMPLETE = re.compile(r"^(?:please\s+)?(?:complete|finish|close)\b|\bmark\b.*\b(?:as\s+)?(?:done|complete|completed|finished)\b", re.IGNORECASE)
+_MOVE = re.compile(r"\bmove\b\s+(?P<what>.+?)\s+\bto\b\s+(?:the\s+)?(?:project\s+)?(?P<target>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)", re.IGNORECASE)
+_CREATE = re.compile(
+    r"^(?:please\s+)?(?:create|add|make|new)\s+(?:a\s+|an\s+)?(?:new\s+)?(?P<kind>task|note|to-?do)\b\s*(?:called|named|titled|:|-)?\s*(?P<title>.+?)"
+    r"(?:\s+(?:in|to|for|under)\s+(?:the\s+)?(?:project\s+)?(?P<project>[A-Z][\w&.-]*)(?:\s+project)?)?[.!]?$",
+    re.IGNORECASE,
+)
+# "the design tasks", "my launch tasks": a word or two before "tasks" that is a search term.
+_ADJECTIVE_TERM = re.compile(r"\b(?:the|my|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE)
+_NOT_TERMS = {"all", "my", "the", "completed", "complete", "done", "finished", "open", "to-do", "todo", "remaining", "pending",
+              "in-progress", "in progress", "progress", "current", "old", "other", "of my", "of the"}
 
 
 def parse(text: str) -> Intent:
@@ -41,6 +60,8 @@ def parse(text: str) -> Intent:
     lower = raw.lower()
     if not raw or re.fullmatch(r"(hi|hello|hey|help|\?|what can you do\??|who are you\??)[!. ]*", lower):
         return Intent("help")
+    if write := _write_intent(raw):
+        return write
 
     mentions_notes = bool(re.search(r"\bnotes?\b", lower))
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\bwork(ing)? on\b", lower))
@@ -58,6 +79,35 @@ def parse(text: str) -> Intent:
     if mentions_projects:
         return Intent("projects")
     return Intent("help")
+
+
+def _write_intent(raw: str) -> Intent | None:
+    lower = raw.lower()
+    if match := _CREATE.match(raw):
+        title = match["title"].strip(" \"'“”")
+        kind = "create_note" if match["kind"].lower() == "note" else "create_task"
+        return Intent(kind, title=title[:300], project_name=match["project"]) if title else None
+    mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))
+    if not mentions_tasks:
+        return None
+    if match := _MOVE.search(raw):
+        return Intent("move_tasks", status=_status(lower), search=_term_before_tasks(match["what"]) or _search_term(raw, None), target_project=match["target"])
+    project_name = _project_name(raw)
+    search = _search_term(raw, project_name) or _term_before_tasks(raw)
+    if _DELETE.search(raw):
+        return Intent("delete_tasks", status=_status(lower), search=search, project_name=project_name)
+    if _COMPLETE.search(raw):
+        return Intent("complete_tasks", status="all", search=search, project_name=project_name)
+    return None
+
+
+def _term_before_tasks(text: str) -> str | None:
+    if match := _ADJECTIVE_TERM.search(text):
+        term = match["term"].strip().lower()
+        words = [w for w in term.split() if w not in _NOT_TERMS]
+        if words and term not in _NOT_TERMS and not any(re.search(p, term) for p, _ in STATUS_WORDS):
+            return " ".join(words)
+    return None
 
 
 def _status(lower: str) -> str:

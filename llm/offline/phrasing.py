@@ -12,7 +12,10 @@ CAPABILITIES = (
     "- “show my tasks in Atlas” or “find tasks about design”\n"
     "- “find notes about the launch”\n"
     "- “how many tasks did I complete?”\n"
-    "- “list my projects”\n\n"
+    "- “list my projects”\n"
+    "- “delete all my completed tasks”, “mark the design tasks as done”, “move the design tasks to Atlas”, "
+    "“add a task called Book venue in Harbor” — I always show you the changes to confirm first\n"
+    "- “clean up my tasks” — I'll ask what you mean\n\n"
     "For open-ended conversation, connect a model by setting `LLM_BASE_URL` (see the README)."
 )
 
@@ -20,12 +23,12 @@ CAPABILITIES = (
 def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     tasks = result["tasks"]
     status = result.get("filters", {}).get("status", "all")
-    scope = _scope(project_name, search)
+    where = scope(project_name, search)
     label = STATUS_LABEL.get(status, "")
     noun = f"{label} tasks".strip()
     if not tasks:
-        return f"You have no {noun}{scope}."
-    lines = [f"Here {'is' if result['total'] == 1 else 'are'} your {noun}{scope} ({result['total']}):", ""]
+        return f"You have no {noun}{where}."
+    lines = [f"Here {'is' if result['total'] == 1 else 'are'} your {noun}{where} ({result['total']}):", ""]
     lines += [_task_line(t, show_status=status == "all") for t in tasks]
     if result.get("truncated"):
         lines += ["", f"…and {result['more']} more not shown."]
@@ -35,23 +38,23 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
 def count_answer(result: dict, *, project_name: str | None) -> str:
     total = result["total"]
     status = result.get("filters", {}).get("status", "all")
-    scope = _scope(project_name, None)
+    where = scope(project_name, None)
     plural = "task" if total == 1 else "tasks"
     if status == "completed":
-        return f"You have completed **{total}** {plural}{scope}."
+        return f"You have completed **{total}** {plural}{where}."
     if status == "in_progress":
-        return f"You have **{total}** {plural} in progress{scope}."
+        return f"You have **{total}** {plural} in progress{where}."
     if status == "todo":
-        return f"You have **{total}** {plural} still to do{scope}."
-    return f"You have **{total}** {plural}{scope} in total."
+        return f"You have **{total}** {plural} still to do{where}."
+    return f"You have **{total}** {plural}{where} in total."
 
 
 def notes_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     notes = result["notes"]
-    scope = _scope(project_name, search)
+    where = scope(project_name, search)
     if not notes:
-        return f"I found no notes{scope}."
-    lines = [f"I found {result['total']} note{'s' if result['total'] != 1 else ''}{scope}:", ""]
+        return f"I found no notes{where}."
+    lines = [f"I found {result['total']} note{'s' if result['total'] != 1 else ''}{where}:", ""]
     for note in notes:
         where = f" ({note['project']['name']})" if note.get("project") else ""
         excerpt = _excerpt(note.get("content") or "")
@@ -85,7 +88,7 @@ def tool_failed(error: str) -> str:
     return f"I couldn't look that up: {error}"
 
 
-def _scope(project_name: str | None, search: str | None) -> str:
+def scope(project_name: str | None, search: str | None) -> str:
     parts = []
     if search:
         parts.append(f" matching “{search}”")
@@ -124,3 +127,35 @@ def _due(iso: str, *, done: bool) -> str:
 def _excerpt(text: str, limit: int = 140) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+VERBS = {
+    "delete_task": ("deleted", "task"), "complete_task": ("completed", "task"), "move_task": ("moved", "task"),
+    "update_task": ("updated", "task"), "create_task": ("created", "task"), "create_note": ("created", "note"),
+    "update_note": ("updated", "note"), "move_note": ("moved", "note"), "delete_note": ("deleted", "note"),
+    "create_project": ("created", "project"), "update_project": ("updated", "project"), "delete_project": ("deleted", "project"),
+}  # fmt: skip
+
+
+def nothing_to_change(action: str, *, status: str, search: str | None, project_name: str | None) -> str:
+    label = STATUS_LABEL.get(status, "")
+    noun = f"{label} tasks".strip()
+    return f"You have no {noun}{scope(project_name, search)} to {action}, so there is nothing to change."
+
+
+def operations_outcome(result: dict, *, more: int = 0) -> str:
+    status = result.get("status")
+    if status == "applied":
+        parts = []
+        for op, count in result.get("by_operation", {}).items():
+            verb, noun = VERBS.get(op, (op, "item"))
+            parts.append(f"{verb} {count} {noun}{'s' if count != 1 else ''}")
+        text = "Done — " + ", ".join(parts) + "."
+        if more:
+            text += f" {more} more matched but were not included; ask again to handle them."
+        return text
+    if status == "timed_out":
+        return "You didn't confirm in time, so nothing was changed."
+    if status == "failed":
+        return f"Nothing was changed: {result.get('error', 'the changes could not be applied')}"
+    return "Cancelled — nothing was changed."

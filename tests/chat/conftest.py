@@ -25,4 +25,5 @@ def model_endpoint(settings, fake_openai):  # noqa: F811
     # calls (clarification, detector) are scripted explicitly in tests/questions.
     settings.CLARIFICATION_ENABLED = False
     settings.QUESTION_DETECTOR_ENABLED = False
+    settings.QUESTION_GUESSER_ENABLED = False
     return fake_openai

@@ -24,3 +24,21 @@ from llm.offline.intents import Intent, parse
 )
 def test_parse(text, expected):
     assert parse(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("delete all my tasks", Intent("delete_tasks")),
+        ("delete all my completed tasks", Intent("delete_tasks", status="completed")),
+        ("delete all my completed tasks in Atlas", Intent("delete_tasks", status="completed", project_name="Atlas")),
+        ("remove the design tasks", Intent("delete_tasks", search="design")),
+        ("mark the design tasks as done", Intent("complete_tasks", search="design")),
+        ("complete tasks about the pricing page", Intent("complete_tasks", search="pricing page")),
+        ("move the design tasks to Atlas", Intent("move_tasks", search="design", target_project="Atlas")),
+        ("add a task called Book the venue in Harbor", Intent("create_task", title="Book the venue", project_name="Harbor")),
+        ("create a note: Launch retro ideas", Intent("create_note", title="Launch retro ideas")),
+    ],
+)
+def test_parse_write_intents(text, expected):
+    assert parse(text) == expected

@@ -1,0 +1,132 @@
+"""Questions with the offline engine, through real websockets: confirmations and clarifications."""
+import asyncio
+
+import pytest
+from channels.db import database_sync_to_async
+
+from chat import services
+from questions.models import PendingQuestion, QuestionGroup
+from tests.websocket import form_frame, frames_of_turn, open_socket
+from workspace import services as workspace_services
+from workspace.demo_content import seed_demo_workspace
+from workspace.models import Task
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@database_sync_to_async
+def fifty_tasks(user):
+    for i in range(50):
+        workspace_services.create_task(user=user, title=f"Chore number {i + 1}", status=["todo", "completed"][i % 2])
+
+
+@database_sync_to_async
+def rows(model, **filters):
+    return list(model.objects.filter(**filters))
+
+
+@database_sync_to_async
+def last_reply(conversation_id):
+    return services.Message.objects.filter(conversation_id=conversation_id, role="assistant").exclude(content="").order_by("-id").first().content
+
+
+async def chat(alice, text):
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="send_message", message=text))
+    return conversation, socket, await frames_of_turn(socket)
+
+
+async def test_delete_all_my_tasks_lists_every_task_and_applies_on_confirm(alice, bob, fast_questions):
+    await fifty_tasks(alice)
+    await fifty_tasks(bob)
+    conversation, socket, frames = await chat(alice, "delete all my tasks")
+
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    assert group.kind == "confirm" and len(group.payload["lines"]) == 50
+    assert "Delete 50 tasks — apply 50 changes?" in frames and frames.count("Delete task “Chore number") == 50
+    assert await rows(Task, owner=alice) != []  # nothing applied yet
+    (question,) = await rows(PendingQuestion, group=group)
+    assert question.destructive and question.default_indexes == [1]
+
+    await socket.send_to(text_data=form_frame(action="answer", question_id=str(question.pk), option=0))
+    frames = await frames_of_turn(socket)
+    assert await rows(Task, owner=alice) == []
+    assert len(await rows(Task, owner=bob)) == 50
+    assert await last_reply(conversation.pk) == "Done — deleted 50 tasks."
+    assert "Done — deleted 50 tasks." in frames and "receipt-answer" in frames
+    await socket.disconnect()
+
+
+async def test_cancel_applies_nothing(alice, fast_questions):
+    await fifty_tasks(alice)
+    conversation, socket, _ = await chat(alice, "delete all my completed tasks")
+    (question,) = await rows(PendingQuestion, conversation=conversation)
+    assert question.question.startswith("Delete 25 completed tasks")
+    await socket.send_to(text_data=form_frame(action="answer", question_id=str(question.pk), option=1))
+    await frames_of_turn(socket)
+    assert len(await rows(Task, owner=alice)) == 50
+    assert await last_reply(conversation.pk) == "Cancelled — nothing was changed."
+    await socket.disconnect()
+
+
+async def test_confirmation_timeout_applies_nothing_and_says_so(alice, fast_questions):
+    fast_questions.QUESTION_TIMEOUTS = {"low": 8, "medium": 15, "high": 25, "ask": 0.4}
+    await fifty_tasks(alice)
+    conversation, socket, frames = await chat(alice, "delete all my tasks")
+    # The server's own timer fires; no browser is involved.
+    for _ in range(30):
+        if (await rows(PendingQuestion, conversation=conversation, status="timed_out")):
+            break
+        await asyncio.sleep(0.1)
+    frames += await frames_of_turn(socket)
+    (question,) = await rows(PendingQuestion, conversation=conversation)
+    assert question.status == "timed_out" and question.selected_indexes == []  # never "Apply"
+    assert len(await rows(Task, owner=alice)) == 50
+    assert await last_reply(conversation.pk) == "You didn't confirm in time, so nothing was changed."
+    assert "nothing was applied" in frames
+    await socket.disconnect()
+
+
+async def test_clean_up_my_tasks_is_clarified_then_answered_with_shorthand(alice, fast_questions):
+    await database_sync_to_async(seed_demo_workspace)(user=alice)
+    completed_in_atlas = len(await rows(Task, owner=alice, status="completed", project__name="Atlas"))
+    conversation, socket, frames = await chat(alice, "clean up my tasks")
+
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    assert group.kind == "clarify" and group.payload["analysis"]["ambiguity_type"] == "action"
+    questions = await rows(PendingQuestion, group=group)
+    assert [q.question for q in questions] == ["What kind of cleanup?", "Which tasks?"]
+    assert [o["label"] for o in questions[1].options] == ["All projects", "Atlas", "Harbor", "Home"]
+    assert "Show reasoning" in frames and "1 of 2" in frames
+
+    # Bad shorthand: a clear error, nothing written.
+    await socket.send_to(text_data=form_frame(action="send_message", message="1a 3b"))
+    assert "There is no question 3." in await frames_of_turn(socket)
+    await socket.send_to(text_data=form_frame(action="send_message", message="1e"))
+    assert "Option e is not one of a–c (question 1)." in await frames_of_turn(socket)
+    assert {q.status for q in await rows(PendingQuestion, group=group)} == {"pending"}
+
+    await socket.send_to(text_data=form_frame(action="send_message", message="1a 2b"))
+    frames = await frames_of_turn(socket)
+    derived = (await rows(services.Message, conversation=conversation, role="user"))[-1]
+    assert derived.content == "delete all my completed tasks in Atlas"
+    assert derived.metadata["clarification_of"] and "Clarified request" in frames
+    # The clarified request is acted on: a confirmation for exactly Atlas's completed tasks.
+    confirm = (await rows(QuestionGroup, conversation=conversation, kind="confirm"))[0]
+    assert len(confirm.payload["lines"]) == completed_in_atlas
+    await socket.disconnect()
+
+
+async def test_skip_proceeds_with_the_original_request(alice, fast_questions):
+    await database_sync_to_async(seed_demo_workspace)(user=alice)
+    conversation, socket, _ = await chat(alice, "clean up my tasks")
+    await socket.send_to(text_data=form_frame(action="send_message", message="skip"))
+    await frames_of_turn(socket)
+    questions = await rows(PendingQuestion, conversation=conversation)
+    assert {(q.status, q.resolved_via) for q in questions} == {("cancelled", "skipped")}
+    derived = (await rows(services.Message, conversation=conversation, role="user"))[-1]
+    assert derived.content == "clean up my tasks" and derived.metadata["skipped"] is True
+    assert (await last_reply(conversation.pk)).startswith("Here are your tasks")
+    await socket.disconnect()
