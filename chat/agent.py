@@ -123,7 +123,7 @@ class Turn:
             )
             for q in analysis.questions
         ]  # fmt: skip
-        extras = [[{"key": o.key, "maps_to": o.maps_to} for o in q.options] for q in analysis.questions]
+        extras = [[{"key": o.key, "maps_to": o.maps_to, "replaces_request": o.replaces_request} for o in q.options] for q in analysis.questions]
         group = await self._ask(
             kind=QuestionGroup.Kind.CLARIFY, specs=specs, option_extras=extras, complexity=analysis.complexity,
             payload={"request_message_id": self.request.pk, "request_root_id": root_id, "in_reply_to_id": self.reply_to,

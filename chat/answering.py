@@ -78,13 +78,13 @@ def _clarified_request(group: QuestionGroup) -> Message:
     request = Message.objects.get(pk=group.payload["request_message_id"])
     questions_ = question_selectors.group_questions(group)
     skipped = all(q.status == Status.CANCELLED for q in questions_)
-    additions = []
+    picks = []
     for q in questions_:
         if q.is_custom:
-            additions.append(q.answer)
+            picks.append((q.answer, False))
         else:
-            additions += [q.options[i].get("maps_to", q.options[i]["label"]) for i in q.selected_indexes]
-    text = request.content if skipped else enhance(request.content, additions)
+            picks += [(q.options[i].get("maps_to", q.options[i]["label"]), q.options[i].get("replaces_request", False)) for i in q.selected_indexes]
+    text = request.content if skipped else enhance(request.content, picks)
     return services.post_derived_user_message(
         conversation_id=group.conversation_id,
         content=text,

@@ -30,6 +30,7 @@ class ClarificationOption(BaseModel):
     label: str = Field(min_length=1, max_length=200)
     description: str = Field("", max_length=200)
     maps_to: str = Field("", max_length=300, description="What choosing this adds to the request.")
+    replaces_request: bool = Field(False, description="True when maps_to is a complete request that replaces the original.")
 
 
 class ClarificationQuestion(BaseModel):
@@ -108,14 +109,15 @@ def needs_clarification(analysis: AmbiguityAnalysis, *, threshold: float) -> boo
     return analysis.confidence < threshold and bool(analysis.questions)
 
 
-def enhance(request: str, additions: list[str]) -> str:
+def enhance(request: str, picks: list[tuple[str, bool]]) -> str:
     """The request, made precise by what the answers map to (seed 002's QueryEnhancer).
 
-    A `maps_to` that is a full request replaces the vague one; short qualifiers are appended.
+    `picks` are (maps_to, replaces_request): a complete request replaces the vague one,
+    qualifiers ("in Atlas") are appended in question order.
     """
-    additions = [a.strip() for a in additions if a and a.strip()]
-    if not additions:
-        return request
-    head, *rest = additions
-    base = head if len(head.split()) >= 3 else f"{request} {head}"
-    return " ".join([base, *rest])
+    text = request.strip()
+    for maps_to, replaces in picks:
+        maps_to = (maps_to or "").strip()
+        if maps_to:
+            text = maps_to if replaces else f"{text} {maps_to}"
+    return text

@@ -35,7 +35,9 @@ Reply:
 {reply}"""
 
 _YES_NO = re.compile(r"^(should|shall|do|does|did|would|will|can|could|is|are|want|may)\b", re.IGNORECASE)
-_CHOICES = re.compile(r"(?:^|\b(?:to|in|for|use|about|prefer|like|choose|pick|want)\s+|:\s*)(?P<list>[^?]+?,?\s+or\s+[^?]+)\?$", re.IGNORECASE)
+_LAST_OR = re.compile(r"^(?P<head>.+?)(?:,\s*|\s+)or\s+(?P<last>[^,]+)$", re.IGNORECASE)
+# The words that introduce the list in "Do you want it in A, B or C?", "Use A or B?", "…: A, B or C?"
+_LEAD_IN = re.compile(r"^.*\b(?:in|into|under|on|as|with|from|to|for|use|about|prefer|between|choose|pick|want|like|either|be)\s+|^.*:\s*", re.IGNORECASE)
 
 
 def asks_something(reply: str) -> bool:
@@ -58,11 +60,20 @@ async def detect(*, client: LLMClient, reply: str) -> list[DetectedQuestion]:
 
 def offline_detect(reply: str) -> DetectedQuestion | None:
     question = last_sentence(reply)
-    if match := _CHOICES.search(question):
-        parts = [p.strip(" .,'\"“”") for p in re.split(r",\s*(?:or\s+)?|\s+or\s+", match["list"]) if p.strip(" .,")]
-        options = [p[:1].upper() + p[1:] for p in parts if 0 < len(p) <= 80]
-        if 2 <= len(options) <= 6:
-            return DetectedQuestion(question=question, options=options, complexity="low" if len(options) == 2 else "medium")
+    if options := _listed_options(question.rstrip("?")):
+        return DetectedQuestion(question=question, options=options, complexity="low" if len(options) == 2 else "medium")
     if _YES_NO.match(question):
         return DetectedQuestion(question=question, options=["Yes", "No"], complexity="low")
     return None
+
+
+def _listed_options(body: str) -> list[str]:
+    """["A", "B", "C"] from "… in A, B or C"; [] when the question lists no alternatives."""
+    match = _LAST_OR.match(body)
+    if not match:
+        return []
+    head = [part.strip() for part in match["head"].split(",")]
+    head[0] = _LEAD_IN.sub("", head[0]).strip()
+    parts = [p.strip(" .'\"“”") for p in [*head, match["last"]] if p.strip(" .'\"“”")]
+    options = [p[:1].upper() + p[1:] for p in parts if len(p) <= 80]
+    return options if 2 <= len(options) <= 6 and len(options) == len(parts) else []

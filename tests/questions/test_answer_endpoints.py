@@ -1,0 +1,129 @@
+"""Answering over HTTP (works without the websocket): validation, 404, 409, nothing written on error."""
+import datetime as dt
+
+import pytest
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from chat import services as chat_services
+from chat.models import Message
+from questions import services
+from questions.models import PendingQuestion, QuestionGroup
+from questions.schemas import AskUserArgs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def make_group(user, *, allow_custom=True, multi_select=False, kind=QuestionGroup.Kind.ASK, n=1):
+    conversation = chat_services.start_conversation(user=user)
+    message = chat_services.post_user_message(user=user, conversation_id=conversation.pk, content="?")
+    spec = {"question": "Which project?", "options": [{"label": "Atlas"}, {"label": "Harbor"}, {"label": "Home"}],
+            "allow_custom": allow_custom, "multi_select": multi_select}  # fmt: skip
+    args = AskUserArgs.model_validate({"questions": [spec] * n})
+    return services.ask(
+        user=user, conversation_id=conversation.pk, kind=kind, specs=args.questions, tool_call_id="call_1",
+        tool_name="ask_user", payload={"in_reply_to_id": message.pk},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def question(alice):
+    group = make_group(alice)
+    return group.questions.get()
+
+
+def url(question, action="answer"):
+    return f"/chat/questions/{question.pk}/{action}/"
+
+
+@database_sync_to_async
+def fresh(question):
+    return PendingQuestion.objects.get(pk=question.pk)
+
+
+@database_sync_to_async
+def tool_messages():
+    return list(Message.objects.filter(role="tool").values_list("content", flat=True))
+
+
+async def test_answering_an_option(async_client, alice, question):
+    await async_client.aforce_login(alice)
+    response = await async_client.post(url(question), {"option": "1"})
+    assert response.status_code == 200 and "receipt-answer" in response.content.decode()
+    q = await fresh(question)
+    assert (q.status, q.answer, q.selected_indexes, q.is_custom, q.resolved_via) == ("answered", "Harbor", [1], False, "option")
+    (tool_result,) = await tool_messages()
+    assert '"answers": ["Harbor"]' in tool_result and '"status": "answered"' in tool_result
+
+
+async def test_another_users_question_is_404_and_untouched(async_client, bob, question):
+    await async_client.aforce_login(bob)
+    assert (await async_client.post(url(question), {"option": "0"})).status_code == 404
+    for action in ("pause", "resume", "expire"):
+        assert (await async_client.post(url(question, action))).status_code == 404
+    assert (await fresh(question)).status == "pending"
+
+
+async def test_already_resolved_returns_the_resolved_card_with_409(async_client, alice, question):
+    await async_client.aforce_login(alice)
+    assert (await async_client.post(url(question), {"option": "0"})).status_code == 200
+    second = await async_client.post(url(question), {"option": "2"})
+    assert second.status_code == 409
+    assert "receipt-answer" in second.content.decode() and "Atlas" in second.content.decode()
+    assert (await fresh(question)).answer == "Atlas"
+    assert len(await tool_messages()) == 1
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"custom": "x" * 1001}, "That answer is 1,001 characters; the limit is 1,000."),
+        ({"custom": "   "}, "Type an answer first."),
+        ({"option": "3"}, "Option 4 is not one of the 3 options."),
+        ({"option": "-1"}, "Option 0 is not one of the 3 options."),
+        ({"option": "abc"}, "Pick an option from the list."),
+        ({}, "Pick an option or type an answer."),
+        ({"option": "0", "label": "Harbor"}, "The option you picked no longer matches the question"),
+        ({"options": ["0", "1"]}, "Pick just one option for this question."),
+    ],
+)
+async def test_bad_answers_are_refused_with_a_clear_message_and_nothing_written(async_client, alice, question, data, message):
+    await async_client.aforce_login(alice)
+    response = await async_client.post(url(question), data)
+    assert response.status_code == 422
+    assert message in response.content.decode().replace("&#x27;", "'")
+    assert (await fresh(question)).status == "pending"
+    assert await tool_messages() == []
+
+
+async def test_custom_answer_only_where_allowed(async_client, alice):
+    group = await database_sync_to_async(make_group)(alice, allow_custom=False)
+    question = await database_sync_to_async(group.questions.get)()
+    await async_client.aforce_login(alice)
+    response = await async_client.post(url(question), {"custom": "Somewhere else"})
+    assert response.status_code == 422 and "a typed answer is not allowed" in response.content.decode()
+    assert (await fresh(question)).status == "pending"
+
+
+async def test_multi_select_and_custom_answers(async_client, alice):
+    group = await database_sync_to_async(make_group)(alice, multi_select=True, n=2)
+    first, second = await database_sync_to_async(lambda: list(group.questions.order_by("position")))()
+    await async_client.aforce_login(alice)
+    assert (await async_client.post(url(first), {"options": ["2", "0"]})).status_code == 200
+    assert (await async_client.post(url(second), {"custom": "  The garden shed  "})).status_code == 200
+    first, second = await fresh(first), await fresh(second)
+    assert (first.answer, first.selected_indexes, first.resolved_via) == ("Atlas, Home", [0, 2], "options")
+    assert (second.answer, second.is_custom, second.resolved_via) == ("The garden shed", True, "custom")
+    (tool_result,) = await tool_messages()
+    assert '"answers": ["Atlas", "Home"]' in tool_result and '"is_custom": true' in tool_result
+
+
+async def test_the_next_question_starts_its_clock_when_shown(async_client, alice):
+    group = await database_sync_to_async(make_group)(alice, n=2)
+    first, second = await database_sync_to_async(lambda: list(group.questions.order_by("position")))()
+    assert second.deadline is None
+    await async_client.aforce_login(alice)
+    before = timezone.now()
+    await async_client.post(url(first), {"option": "0"})
+    second = await fresh(second)
+    assert before + dt.timedelta(seconds=299) < second.deadline < timezone.now() + dt.timedelta(seconds=301)
