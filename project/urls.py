@@ -8,5 +8,7 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("chat/", include("chat.urls")),
+    # Knowledge base: source pages (/kb/sources/<pk>/), the adapter API (/api/v1/reply), /metrics.
+    path("", include("knowledge.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -16,9 +16,18 @@ class Command(BaseCommand):
         self.stdout.write("Database ready.")
         if not no_seed:
             call_command("seed_demo", stdout=self.stdout)
+        self._index_knowledge_base()
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"Clarion is running at {url}  (Ctrl+C to stop)"))
         self.stdout.flush()
         from daphne.cli import CommandLineInterface
 
         CommandLineInterface().run(["--bind", host, "--port", str(port), "--verbosity", "0", settings.ASGI_APPLICATION.replace(".application", ":application")])
+
+    def _index_knowledge_base(self) -> None:
+        # Only new and changed sources are summarised, so this is quick after the first run. A
+        # failure is reported but never keeps Clarion from starting: the previous index serves.
+        try:
+            call_command("rebuild_kb_index", stdout=self.stdout, stderr=self.stderr)
+        except Exception as exc:
+            self.stderr.write(f"Knowledge base: rebuild failed ({exc}); serving with the previous index.")

@@ -1,0 +1,40 @@
+"""One index rebuild at a time across processes: a Postgres session advisory lock.
+
+The lock is held on a connection of its own for the length of the rebuild, so it is released
+when the rebuild ends or its process dies (Postgres drops a dead session's locks).
+"""
+from __future__ import annotations
+
+import hashlib
+from contextlib import contextmanager
+from typing import Iterator
+
+import psycopg
+from django.db import connection
+
+REBUILD_LOCK_KEY = int.from_bytes(hashlib.sha256(b"clarion.knowledge.rebuild_kb_index").digest()[:8], "big", signed=True)
+
+
+def _connect() -> psycopg.Connection:
+    s = connection.settings_dict
+    conninfo = psycopg.conninfo.make_conninfo(
+        dbname=s["NAME"], user=s["USER"] or None, password=s["PASSWORD"] or None, host=s["HOST"] or None, port=s["PORT"] or None
+    )
+    return psycopg.connect(conninfo, autocommit=True, connect_timeout=5)
+
+
+@contextmanager
+def rebuild_lock() -> Iterator[bool]:
+    """Yields True while this caller holds the rebuild lock, False when another process does."""
+    with _connect() as conn:
+        acquired = bool(conn.execute("SELECT pg_try_advisory_lock(%s)", [REBUILD_LOCK_KEY]).fetchone()[0])
+        try:
+            yield acquired
+        finally:
+            if acquired and not conn.closed:
+                conn.execute("SELECT pg_advisory_unlock(%s)", [REBUILD_LOCK_KEY])
+
+
+def rebuild_lock_is_held() -> bool:
+    with rebuild_lock() as acquired:
+        return not acquired

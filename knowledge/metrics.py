@@ -1,0 +1,30 @@
+"""Prometheus metrics of the knowledge pipeline (seed 004), in the process-wide default registry.
+
+`/metrics` (knowledge.views.metrics) exposes that registry, so metrics other apps register there
+(question outcomes, agent calls) appear beside these. Counts are per process: with several
+Daphne workers, scrape each one.
+"""
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+AI_REQUESTS = Counter(
+    "ai_requests", "Knowledge-base answer requests by result.", ["result"]  # answered | skipped | error
+)
+AI_GATE = Counter("ai_gate", "Gate decisions by whether the question is answerable.", ["answerable"])
+AI_VERIFICATION = Counter("ai_verification", "Verification decisions by whether the draft was good enough.", ["good_enough"])
+AI_SELECTED_SOURCES = Histogram(
+    "ai_selected_sources", "Sources selected per answered-or-attempted request.", buckets=(0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
+)
+LLM_CALL_SECONDS = Histogram(
+    "llm_call_seconds",
+    "Wall-clock seconds of one model call attempt, by purpose (gate, select, answer, verify, summarize, ...) and outcome.",
+    ["purpose", "outcome"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120),
+)
+
+for result in ("answered", "skipped", "error"):
+    AI_REQUESTS.labels(result=result)  # a series exists at 0 before the first request
+for flag in ("true", "false"):
+    AI_GATE.labels(answerable=flag)
+    AI_VERIFICATION.labels(good_enough=flag)

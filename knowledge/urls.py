@@ -1,0 +1,10 @@
+from django.urls import path
+
+from knowledge import api, views
+
+app_name = "knowledge"
+urlpatterns = [
+    path("kb/sources/<int:pk>/", views.source_page, name="source"),
+    path("api/v1/reply", api.reply, name="api_reply"),
+    path("metrics", views.metrics, name="metrics"),
+]

@@ -1,0 +1,45 @@
+"""Thin views: the source page a citation opens, and Prometheus' /metrics."""
+from __future__ import annotations
+
+import hmac
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+from knowledge import metrics as _metrics  # noqa: F401  (registers the pipeline's series at import)
+from knowledge import selectors
+from knowledge.models import KnowledgeSource
+from knowledge.rendering import relative_link_targets, render_source, resolve_relative_links
+
+
+@require_GET
+def source_page(request: HttpRequest, pk: int) -> HttpResponse:
+    try:
+        source = selectors.source_for_page(pk=pk)
+    except KnowledgeSource.DoesNotExist:
+        raise Http404("No such knowledge-base source.") from None
+    content = source.content
+    if not source.is_url and (targets := relative_link_targets(content, source_id=source.source_id)):
+        pages = selectors.page_urls_by_source_ids(source_ids=list(targets.values()))
+        content = resolve_relative_links(content, targets=targets, url_for=pages.get)
+    body = render_source(content, kind=source.kind, title=source.title)
+    return render(request, "knowledge/source_page.html", {"source": source, "body": body})
+
+
+def bearer_token(request: HttpRequest) -> str:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+@login_not_required  # a scraper has no session: METRICS_TOKEN, or a staff login
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    token = bearer_token(request)
+    allowed = bool(settings.METRICS_TOKEN) and hmac.compare_digest(token.encode(), settings.METRICS_TOKEN.encode())
+    if not allowed and not (request.user.is_authenticated and request.user.is_staff):
+        return HttpResponse("Forbidden: log in as staff or send Authorization: Bearer <METRICS_TOKEN>.\n", status=403, content_type="text/plain")
+    return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)
