@@ -7,11 +7,14 @@ so every open tab sees them. A failure ends the turn with a visible, retryable e
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 import time
 import uuid
 from typing import AsyncIterator
 
+import psycopg
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -20,6 +23,7 @@ from chat import answering, deadlines, rendering, selectors, services, tools
 from chat.locks import conversation_turn_lock
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
+from knowledge.selectors import aget_ai_config
 from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
 from questions import clarification, detector, guesser
 from questions import selectors as question_selectors
@@ -55,6 +59,27 @@ async def wait_for_running_turns() -> None:
 
 
 async def run_pending_turns(conversation_id: uuid.UUID) -> None:
+    try:
+        await _run_pending_turns(conversation_id)
+    except (psycopg.OperationalError, OSError) as exc:
+        # No database connection for the turn lock (Postgres full or down): the person must see
+        # that the reply failed and be able to retry — never a silently unanswered message.
+        log.error("turn could not start for %s: %s", conversation_id, exc)
+        await _fail_without_turn(conversation_id, "Clarion could not reach its database to answer. Try again in a moment.")
+
+
+async def _fail_without_turn(conversation_id: uuid.UUID, text: str) -> None:
+    try:
+        error = await database_sync_to_async(services.record_unanswered_error)(conversation_id=conversation_id, text=text)
+    except Exception:
+        log.exception("could not record the failed turn for %s", conversation_id)
+        return
+    if error is not None:
+        html = await database_sync_to_async(rendering.message_appended)(error)
+        await get_channel_layer().group_send(Conversation(pk=conversation_id).group_name, {"type": "broadcast.html", "html": html})
+
+
+async def _run_pending_turns(conversation_id: uuid.UUID) -> None:
     for _ in range(MAX_LOCK_ROUNDS):
         async with conversation_turn_lock(conversation_id) as acquired:
             if not acquired:
@@ -76,7 +101,15 @@ class Turn:
     async def run(self) -> None:
         conversation, messages, self.request, snapshot, self.continuing = await database_sync_to_async(self._load)()
         self.conversation, self.reply_to = conversation, self.request.pk
-        self.timeouts = questions.QuestionTimeouts.from_settings()
+        config = await aget_ai_config()
+        self.timeouts = questions.QuestionTimeouts(
+            low=config.question_timeout_low_seconds,
+            medium=config.question_timeout_medium_seconds,
+            high=config.question_timeout_high_seconds,
+            ask=config.ask_timeout_seconds,
+        )
+        self.threshold = config.clarification_threshold
+        self.citations: list[dict] = []
         self.context = _context_text(messages, snapshot)
         self.projects = [p.project.name for p in snapshot.projects if not p.project.archived]
         try:
@@ -112,9 +145,9 @@ class Turn:
             return False
         analysis = await clarification.analyze(
             client=self.client, request=self.request.content, context=self.context, projects=self.projects,
-            threshold=settings.CLARIFICATION_THRESHOLD,
+            threshold=self.threshold,
         )  # fmt: skip
-        if not clarification.needs_clarification(analysis, threshold=settings.CLARIFICATION_THRESHOLD):
+        if not clarification.needs_clarification(analysis, threshold=self.threshold):
             return False
         specs = [
             QuestionSpec(
@@ -174,6 +207,8 @@ class Turn:
                 await self._fail(exc.user_message, {"kind": exc.kind, "status": exc.status, "attempts": exc.attempts}, stream_id)
                 return
             metadata = _call_metadata(self.client, completion, time.perf_counter() - started)
+            if not completion.tool_calls and self.citations:
+                metadata["citations"] = _cited(completion.content, self.citations)
             calls = [c.model_dump() for c in completion.tool_calls]
             assistant = await database_sync_to_async(services.save_assistant_message)(
                 conversation=self.conversation, in_reply_to_id=self.reply_to, content=completion.content, tool_calls=calls, metadata=metadata
@@ -185,7 +220,7 @@ class Turn:
                 return
             waiting = False
             for call in completion.tool_calls:
-                outcome, result = await database_sync_to_async(self._run_tool)(call)
+                outcome, result = await self._run_tool(call)
                 if outcome.waiting_on is not None:
                     waiting = True
                     await self._show(outcome.waiting_on)
@@ -216,7 +251,7 @@ class Turn:
                 return event.completion
         raise LLMError("stream_interrupted", "The model's answer ended before it was complete.")
 
-    def _run_tool(self, call: ToolCall) -> tuple[tools.ToolOutcome, Message | None]:
+    async def _run_tool(self, call: ToolCall) -> tuple[tools.ToolOutcome, Message | None]:
         ctx = tools.ToolContext(
             user=self.conversation.owner,
             conversation_id=self.conversation_id,
@@ -224,10 +259,12 @@ class Turn:
             in_reply_to_id=self.reply_to,
             timeouts=self.timeouts,
         )
-        outcome = tools.execute(ctx=ctx, call=call)
+        outcome = await tools.execute(ctx=ctx, call=call)
         if outcome.waiting_on is not None:
             return outcome, None  # its result is the person's answer, recorded when it comes
-        result = services.save_tool_result(
+        if call.name == "search_knowledge_base" and not outcome.is_error:
+            self.citations = json.loads(outcome.content).get("citations", [])
+        result = await database_sync_to_async(services.save_tool_result)(
             conversation=self.conversation, in_reply_to_id=self.reply_to, tool_call_id=call.id, tool_name=call.name,
             content=outcome.content, is_error=outcome.is_error,
         )  # fmt: skip
@@ -260,6 +297,12 @@ def _call_metadata(client: LLMClient, completion: Completion, seconds: float) ->
         "seconds": round(seconds, 4),
     }
 
+
+
+def _cited(reply: str, citations: list[dict]) -> list[dict]:
+    """The sources the reply cites with [n]; all of them when it uses no markers at all."""
+    used = {int(n) for n in re.findall(r"\[(\d+)\]", reply)}
+    return [c for c in citations if c["n"] in used] or citations
 
 
 def _render_new_group(group_id):

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from chat import rendering, services
 from chat.models import Conversation, Message
+from questions import metrics as question_metrics
 from questions import selectors as question_selectors
 from questions import services as questions
 from questions.models import PendingQuestion, QuestionGroup
@@ -153,6 +154,15 @@ async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
         return False
     group_questions = await database_sync_to_async(question_selectors.group_questions)(group)
     pending = [q for q in group_questions if q.is_pending]
+    current = pending[0]
+    if text.strip().isdigit():
+        # "Press 1–3 to pick" works in the chat box too: the option shown in that place.
+        shown = question_selectors.display_order(current)
+        place = int(text.strip())
+        if not 1 <= place <= len(shown):
+            raise TypedAnswerRejected(f"There is no option {place}; pick 1–{len(shown)}.")
+        await _answer_typed(user, current, AnswerInput(selected_indexes=[shown[place - 1]]), PendingQuestion.ResolvedVia.OPTION)
+        return True
     if looks_like_shorthand(text):
         slots = [Slot(q.position + 1, len(q.options), q.multi_select, q.is_pending) for q in group_questions]
         try:
@@ -166,7 +176,6 @@ async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
         for shorthand in parsed.answers:
             await _answer_typed(user, by_position[shorthand.position], AnswerInput(selected_indexes=list(shorthand.indexes)), "shorthand")
         return True
-    current = pending[0]
     if not current.allow_custom:
         keys = current.option_keys
         raise TypedAnswerRejected(
@@ -206,6 +215,7 @@ async def resume(*, user, question_id) -> PendingQuestion:
 async def after_resolution(resolution: questions.Resolution) -> None:
     from chat import agent, deadlines
 
+    question_metrics.observe(resolution.changed)
     await publish_group(resolution.group.pk)
     if (message := resolution.derived_message) is not None:
         html = await database_sync_to_async(rendering.message_appended)(message)

@@ -7,6 +7,7 @@ bookkeeping together.
 """
 from __future__ import annotations
 
+import asyncio
 import uuid
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
@@ -16,6 +17,17 @@ from django.db import connection
 
 MAX_IDLE_CONNECTIONS = 8
 _idle: list[psycopg.AsyncConnection] = []
+# At most this many turns of one process hold a lock connection at once; the rest wait their turn
+# instead of exhausting Postgres' max_connections under a burst of answers.
+MAX_LOCK_CONNECTIONS = 24
+_limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+
+def _limit() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    if loop not in _limits:
+        _limits[loop] = asyncio.Semaphore(MAX_LOCK_CONNECTIONS)
+    return _limits[loop]
 
 
 def _conninfo() -> str:
@@ -43,7 +55,15 @@ async def _checkout() -> psycopg.AsyncConnection:
 
 @asynccontextmanager
 async def conversation_turn_lock(conversation_id: uuid.UUID) -> AsyncIterator[bool]:
-    """Yields True when this caller holds the conversation's turn lock, False when another does."""
+    """Yields True when this caller holds the conversation's turn lock, False when another does.
+    Raises psycopg.OperationalError when no connection can be had."""
+    async with _limit():
+        async with _locked(conversation_id) as acquired:
+            yield acquired
+
+
+@asynccontextmanager
+async def _locked(conversation_id: uuid.UUID) -> AsyncIterator[bool]:
     key = lock_key(conversation_id)
     conn = await _checkout()
     reusable = False

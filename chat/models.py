@@ -28,6 +28,10 @@ class Conversation(models.Model):
         return f"conversation-{self.pk.hex}"
 
 
+# Tools whose call is shown as a question card rather than as a "looked up" line.
+CARD_TOOLS = {"ask_user", "propose_operations"}
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user", "User"
@@ -63,6 +67,8 @@ class Message(models.Model):
         """One line per tool call, for the muted "looked up…" line in the thread."""
         lines = []
         for call in self.tool_calls:
+            if call.get("name") in CARD_TOOLS:
+                continue  # the question card shows these in full
             try:
                 args = json.loads(call.get("arguments") or "{}")
             except (TypeError, ValueError):

@@ -19,7 +19,16 @@ You can fetch complete, current data with query tools:
 - query_notes: to search notes (full-text) or list them completely.
 - query_projects: for complete project details and counts.
 Use the snapshot for general context and quick answers; use the tools for bulk work, searches
-and complete listings. Tool results say when they were truncated and how many more exist."""
+and complete listings. Tool results say when they were truncated and how many more exist.
+
+## Other tools
+- search_knowledge_base: for questions about Clarion and its documentation. Answer only from
+  its result, keeping the [n] citation markers; when it says the knowledge base does not cover
+  the question, say so instead of guessing.
+- propose_operations: every change to tasks, notes or projects. Nothing changes until the user
+  confirms; never claim a change was made before the result says "applied".
+- ask_user: when the request is ambiguous, ask 1-4 multiple-choice questions instead of
+  guessing."""
 
 
 def system_prompt(snapshot: Snapshot, *, today: dt.date | None = None) -> str:

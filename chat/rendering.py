@@ -112,16 +112,14 @@ def question_card(group: QuestionGroup, *, now=None) -> QuestionCard:
     options, remaining, paused = [], None, False
     if current is not None:
         defaults = set(current.default_indexes)
+        # Most likely first; the letter keys stay tied to the option, not to the position.
         options = [
             DisplayOption(
                 index=i, key=KEYS[i], label=o["label"], description=o.get("description", ""),
                 confidence=o.get("confidence"), reasoning=o.get("reasoning", ""), is_default=i in defaults,
             )
-            for i, o in enumerate(current.options)
+            for i, o in ((i, current.options[i]) for i in question_selectors.display_order(current))
         ]  # fmt: skip
-        if any(o.confidence is not None for o in options):
-            # Most likely first; the letter keys stay tied to the option, not to the position.
-            options.sort(key=lambda o: -(o.confidence or 0))
         paused = current.paused_at is not None
         if paused:
             remaining = current.remaining_at_pause

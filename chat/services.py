@@ -101,6 +101,16 @@ def record_turn_error(*, conversation: Conversation, in_reply_to_id: int, text: 
     )
 
 
+def record_unanswered_error(*, conversation_id, text: str) -> Message | None:
+    """A turn that could not even start: an error (with Retry) for the newest user message."""
+    last_user = Message.objects.filter(conversation_id=conversation_id, role=Message.Role.USER).order_by("-id").first()
+    if last_user is None or not needs_reply(conversation_id=conversation_id):
+        return None
+    return Message.objects.create(
+        conversation_id=conversation_id, in_reply_to=last_user, role=Message.Role.ERROR, content=text, metadata={"kind": "unavailable"}
+    )
+
+
 class NothingToRetry(MessageRejected):
     pass
 

@@ -7,12 +7,16 @@ becomes a tool error the model can read and correct; it never raises out of the 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from dataclasses import dataclass
 from typing import Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from channels.db import database_sync_to_async
+
+from knowledge import services as knowledge
 from llm import ToolCall, ToolSpec
 from questions import services as questions
 from questions.models import QuestionGroup
@@ -47,6 +51,10 @@ class QueryNotesArgs(_Args):
 
 class QueryProjectsArgs(_Args):
     include_stats: bool = Field(True, description="Include task counts by status and note counts.")
+
+
+class SearchKnowledgeBaseArgs(_Args):
+    question: str = Field(min_length=1, max_length=1000, description="The user's question, self-contained.")
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,21 @@ def query_projects(ctx: ToolContext, args: QueryProjectsArgs) -> dict:
     return {"projects": rows, "total": len(rows)}
 
 
+async def search_knowledge_base(ctx: ToolContext, args: SearchKnowledgeBaseArgs) -> dict:
+    result = await knowledge.answer_from_knowledge_base(question=args.question)
+    if not result.should_reply:
+        return {
+            "should_reply": False,
+            "note": "The knowledge base does not cover this. Tell the user so plainly; do not answer from memory.",
+        }
+    return {
+        "should_reply": True,
+        "answer": result.reply_text,
+        "citations": [c.model_dump() for c in result.citations],
+        "note": "Give the user this answer, keeping its [n] citation markers; the sources are shown beside it.",
+    }
+
+
 def ask_user(ctx: ToolContext, args: AskUserArgs) -> QuestionGroup:
     try:
         return questions.ask(
@@ -225,6 +248,14 @@ TOOLS: dict[str, Tool] = {
         ),
         Tool("query_projects", "List the user's projects, optionally with task and note counts.", QueryProjectsArgs, query_projects),
         Tool(
+            "search_knowledge_base",
+            "Answer a question about Clarion's documentation and the knowledge base (how to use it, configure a "
+            "model, tune prompts…). Returns a verified answer with numbered citations, or says the knowledge base "
+            "does not cover it.",
+            SearchKnowledgeBaseArgs,
+            search_knowledge_base,
+        ),
+        Tool(
             "ask_user",
             "Ask the user 1-4 multiple-choice questions instead of guessing when the request is ambiguous. "
             "Each question has 2-6 options (short labels); the user may also type their own answer unless "
@@ -252,13 +283,17 @@ def tool_specs() -> list[ToolSpec]:
     return [tool.spec() for tool in TOOLS.values()]
 
 
-def execute(*, ctx: ToolContext, call: ToolCall) -> ToolOutcome:
-    """Run one tool call for the context's user. Synchronous (ORM); async callers wrap it."""
+async def execute(*, ctx: ToolContext, call: ToolCall) -> ToolOutcome:
+    """Run one tool call for the context's user: async tools on the loop, ORM tools in a thread."""
     try:
         tool = TOOLS.get(call.name)
         if tool is None:
             raise ToolError(f"Unknown tool '{call.name}'. Available tools: {', '.join(TOOLS)}.")
-        result = tool.run(ctx, _parse_arguments(tool, call.arguments))
+        args = _parse_arguments(tool, call.arguments)
+        if inspect.iscoroutinefunction(tool.run):
+            result = await tool.run(ctx, args)
+        else:
+            result = await database_sync_to_async(tool.run)(ctx, args)
     except ToolError as exc:
         return ToolOutcome(content=json.dumps({"error": str(exc)}), is_error=True)
     if isinstance(result, QuestionGroup):

@@ -13,11 +13,26 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from chat.routing import websocket_urlpatterns  # noqa: E402
 
+from chat.deadlines import ensure_sweeper  # noqa: E402
+
+
+class StartsBackgroundWork:
+    """Daphne has no startup hook: the first request of any kind starts this process's deadline
+    sweep, so questions whose process died expire even if no tab ever opens a websocket here."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        ensure_sweeper()
+        return await self.app(scope, receive, send)
+
+
 application = ProtocolTypeRouter(
     {
         # Daphne serves the vendored static files itself: a one-command install needs no proxy.
-        "http": ASGIStaticFilesHandler(django_http),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "http": StartsBackgroundWork(ASGIStaticFilesHandler(django_http)),
+        "websocket": StartsBackgroundWork(AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )
 

@@ -110,7 +110,9 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": env("CHANNELS_PREFIX", default="clarion")},
+            # channels_redis blocks 5 s reading an idle channel; redis-py's socket timeout must be
+            # longer, or an idle tab's read times out and Daphne closes its websocket (1011).
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "prefix": env("CHANNELS_PREFIX", default="clarion")},
         }
     }
 else:

@@ -57,3 +57,11 @@ def answers_for_model(group: QuestionGroup) -> dict:
             row["note"] = "The user skipped this question; use your best judgement or ask differently."
         rows.append(row)
     return {"answers": rows}
+
+
+def display_order(question: PendingQuestion) -> list[int]:
+    """Option indexes in the order the card shows them: most likely first once guesses exist."""
+    indexes = list(range(len(question.options)))
+    if any(o.get("confidence") is not None for o in question.options):
+        indexes.sort(key=lambda i: -(question.options[i].get("confidence") or 0))
+    return indexes

@@ -138,7 +138,11 @@ def _check_limits(*, user, conversation_id, new: int, now: dt.datetime) -> None:
             "Continue without asking, or wait for answers."
         )
     interval = settings.QUESTIONS_MIN_INTERVAL_SECONDS
-    recent = QuestionGroup.objects.filter(conversation_id=conversation_id, created_at__gt=now - dt.timedelta(seconds=interval))
+    # Only a question still waiting counts: asking again right after the person answered is a
+    # conversation (clarify → confirm), not spam.
+    recent = QuestionGroup.objects.filter(
+        conversation_id=conversation_id, created_at__gt=now - dt.timedelta(seconds=interval), completed_at__isnull=True
+    )
     if recent.exists():
         raise AskRejected(f"A question was asked in this conversation less than {interval:g} s ago; ask at most one every {interval:g} s.")
 

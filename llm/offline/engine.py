@@ -105,6 +105,10 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return _write_action(intent, steps)
     if intent.kind == "help":
         return phrasing.CAPABILITIES
+    if intent.kind == "knowledge":
+        if not steps:
+            return "search_knowledge_base", {"question": intent.search}
+        return phrasing.knowledge_answer(steps[-1].result)
     if intent.kind == "projects":
         if not steps:
             return "query_projects", {"include_stats": True}

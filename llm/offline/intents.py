@@ -30,7 +30,7 @@ _GENERIC_TERMS = {"tasks", "task", "notes", "note", "it", "them", "everything", 
 
 @dataclass(frozen=True)
 class Intent:
-    # read: "tasks" | "count_tasks" | "notes" | "projects" | "help"
+    # read: "tasks" | "count_tasks" | "notes" | "projects" | "knowledge" | "help"
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
     kind: str
@@ -51,6 +51,7 @@ _CREATE = re.compile(
 )
 # "the design tasks", "my launch tasks": a word or two before "tasks" that is a search term.
 _ADJECTIVE_TERM = re.compile(r"\b(?:the|my|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE)
+_QUESTION = re.compile(r"^(how|what|why|where|when|which|who|can|could|does|do|is|are|should)\b", re.IGNORECASE)
 _NOT_TERMS = {"all", "my", "the", "completed", "complete", "done", "finished", "open", "to-do", "todo", "remaining", "pending",
               "in-progress", "in progress", "progress", "current", "old", "other", "of my", "of the"}
 
@@ -76,6 +77,11 @@ def parse(text: str) -> Intent:
         return Intent("notes", search=search, project_name=project_name)
     if mentions_tasks or status != "all":
         return Intent("tasks", status=status, search=search, project_name=project_name)
+    if mentions_projects and not _QUESTION.match(raw):
+        return Intent("projects")
+    if _QUESTION.match(raw) or raw.endswith("?"):
+        # Not about the workspace, but a question: the knowledge base may answer it.
+        return Intent("knowledge", search=raw)
     if mentions_projects:
         return Intent("projects")
     return Intent("help")

@@ -15,7 +15,8 @@ CAPABILITIES = (
     "- “list my projects”\n"
     "- “delete all my completed tasks”, “mark the design tasks as done”, “move the design tasks to Atlas”, "
     "“add a task called Book venue in Harbor” — I always show you the changes to confirm first\n"
-    "- “clean up my tasks” — I'll ask what you mean\n\n"
+    "- “clean up my tasks” — I'll ask what you mean\n"
+    "- questions about Clarion itself, such as “how do I connect my own model?”, from the knowledge base\n\n"
     "For open-ended conversation, connect a model by setting `LLM_BASE_URL` (see the README)."
 )
 
@@ -159,3 +160,12 @@ def operations_outcome(result: dict, *, more: int = 0) -> str:
     if status == "failed":
         return f"Nothing was changed: {result.get('error', 'the changes could not be applied')}"
     return "Cancelled — nothing was changed."
+
+
+def knowledge_answer(result: dict) -> str:
+    if result.get("should_reply"):
+        return result["answer"]
+    return (
+        "The knowledge base doesn't cover that, so I won't guess. "
+        "I can also answer questions about your projects, tasks and notes — say “help” to see what I understand."
+    )

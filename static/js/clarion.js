@@ -4,7 +4,7 @@
   "use strict";
 
   var IDLE_RESUME_MS = 5000; // seed 001: typing pauses the clock, 5 s idle resumes it
-  var FLASH_MS = 500;        // at zero the default option flashes, then is submitted
+  var FLASH_MS = 500;        // the default option flashes for the last 500 ms, then is submitted
 
   // --- composer: Enter sends, Shift+Enter is a new line -------------------------------------
   document.addEventListener("keydown", function (event) {
@@ -83,7 +83,13 @@
       var remaining = left(clock);
       var bar = clock.el.querySelector(".countdown-bar");
       if (bar) bar.style.width = (100 * remaining / clock.total).toFixed(2) + "%";
+      var readout = clock.el.querySelector(".countdown-time");
+      if (readout) readout.textContent = clockText(remaining);
       clock.el.classList.toggle("countdown-low", remaining < Math.min(5, clock.total / 3));
+      // The default flashes through the last 500 ms, so the flash ends as the server's deadline
+      // arrives: its own timer resolves the question right then and would cut a later flash short.
+      var top = clock.el.querySelector(".option.is-default");
+      if (top) top.classList.toggle("flash", !clock.paused && remaining <= FLASH_MS / 1000);
       if (!clock.paused && remaining <= 0 && !clock.fired) {
         clock.fired = true;
         expire(clock);
@@ -92,13 +98,16 @@
     requestAnimationFrame(tick);
   }
 
+  function clockText(seconds) {
+    var whole = Math.ceil(seconds);
+    if (whole < 60) return whole + " s";
+    var rest = whole % 60;
+    return Math.floor(whole / 60) + ":" + (rest < 10 ? "0" : "") + rest;
+  }
+
   function expire(clock) {
-    var top = clock.el.querySelector(".option.is-default") || null;
-    if (top) top.classList.add("flash");
-    setTimeout(function () {
-      var group = clock.el.closest(".question-card");
-      htmx.ajax("POST", clock.el.dataset.expireUrl, { source: clock.el, target: "#" + group.id, swap: "outerHTML" });
-    }, top ? FLASH_MS : 0);
+    var group = clock.el.closest(".question-card");
+    htmx.ajax("POST", clock.el.dataset.expireUrl, { source: clock.el, target: "#" + group.id, swap: "outerHTML" });
   }
 
   // --- pause while typing ----------------------------------------------------------------------

@@ -51,7 +51,7 @@ async def test_query_tool_round_trip_is_scoped_to_the_acting_user(model_endpoint
     assert second[0]["role"] == "system" and "design homepage alice" in second[0]["content"]
     assert "bob" not in second[0]["content"]
     assert second[-1]["role"] == "tool" and json.loads(second[-1]["content"])["total"] == 4
-    assert {t["function"]["name"] for t in model_endpoint.requests[0]["tools"]} == {"query_tasks", "query_notes", "query_projects", "ask_user", "propose_operations"}
+    assert {t["function"]["name"] for t in model_endpoint.requests[0]["tools"]} == {"query_tasks", "query_notes", "query_projects", "search_knowledge_base", "ask_user", "propose_operations"}
     assert rows[-1]["metadata"]["usage"]["total_tokens"] > 0
 
 
@@ -69,7 +69,7 @@ async def test_another_users_project_id_is_reported_as_not_found(model_endpoint,
 @pytest.mark.parametrize(
     "call, expected",
     [
-        (Reply.tool_call("drop_database", {}), "Unknown tool 'drop_database'. Available tools: query_tasks, query_notes, query_projects, ask_user, propose_operations."),
+        (Reply.tool_call("drop_database", {}), "Unknown tool 'drop_database'. Available tools: query_tasks, query_notes, query_projects, search_knowledge_base, ask_user, propose_operations."),
         (Reply.tool_call("query_tasks", "{status: todo"), "The arguments for query_tasks are not valid JSON"),
         (Reply.tool_call("query_tasks", {"status": "someday"}), "Invalid arguments for query_tasks: status: Input should be"),
         (Reply.tool_call("query_tasks", {"limit": 5000}), "limit: Input should be less than or equal to 500"),

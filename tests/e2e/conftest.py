@@ -88,9 +88,62 @@ def daphne_server(django_db_setup, django_db_blocker):
     with django_db_blocker.unblock():
         database_name = connection.settings_dict["NAME"]
     # A visible per-word pause, so the tests see the reply stream rather than land whole.
-    server = DaphneServer(database_name=database_name, extra_env={"OFFLINE_STREAM_DELAY": "0.02"}).start()
+    server = DaphneServer(database_name=database_name, extra_env={"OFFLINE_STREAM_DELAY": "0.02", **ONE_SERVER_PER_DEADLINE}).start()
     yield server
     server.stop()
+
+
+# Several test servers share one database. Each enforces the deadlines of the questions it showed
+# with its own timer; a slow sweep keeps one server from expiring (and continuing, with its own
+# model and settings) a question that another server's test is watching.
+ONE_SERVER_PER_DEADLINE = {"QUESTION_SWEEP_SECONDS": "3600"}
+
+
+@pytest.fixture(scope="session")
+def _extra_servers(daphne_server):
+    servers: dict[tuple, DaphneServer] = {}
+    yield servers
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def _session_fake_model():
+    from tests.fake_openai import FakeOpenAI
+
+    # Unscripted calls answer 500, so a test that forgot a reply fails loudly.
+    with FakeOpenAI(default=None) as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_model(_session_fake_model):
+    """The scripted OpenAI-compatible model behind `start_server(model=...)`, reset for each test."""
+    _session_fake_model.reset()
+    _session_fake_model.default = None
+    yield _session_fake_model
+    _session_fake_model.reset()
+    _session_fake_model.default = None
+
+
+@pytest.fixture
+def start_server(daphne_server, _extra_servers, transactional_db):
+    """Another Daphne on the test database with its own settings (env vars), started once per
+    distinct configuration and shared by the tests that ask for the same one.
+
+        server = start_server(model=fake_model, QUESTION_GUESSER_ENABLED="false")
+    """
+
+    def start(*, model=None, **env: str) -> DaphneServer:
+        extra = {**ONE_SERVER_PER_DEADLINE, **{k: str(v) for k, v in env.items()}}
+        if model is not None:
+            extra.update(LLM_BASE_URL=model.base_url, LLM_API_KEY="sk-e2e", LLM_MODEL="fake-model", LLM_MAX_RETRIES="0")
+        key = tuple(sorted(extra.items()))
+        if key not in _extra_servers:
+            _extra_servers[key] = DaphneServer(database_name=daphne_server.env["DATABASE_NAME"], extra_env=extra).start()
+        return _extra_servers[key]
+
+    return start
 
 
 @pytest.fixture(autouse=True)

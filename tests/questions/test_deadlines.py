@@ -135,3 +135,14 @@ async def test_a_destructive_confirmation_never_defaults_to_yes(alice):
     await database_sync_to_async(services.expire_if_due)(question_id=question.pk)
     q = await fresh(question)
     assert (q.status, q.selected_indexes, q.resolved_via) == ("timed_out", [], "timeout_none")
+
+
+async def test_resolutions_are_counted_by_outcome(question):
+    from questions.metrics import QUESTION_ANSWER_SECONDS, QUESTION_RESOLUTIONS
+
+    before = QUESTION_RESOLUTIONS.labels(outcome="timeout_none")._value.get()
+    answered_before = QUESTION_ANSWER_SECONDS._sum.get()
+    await set_deadline(question, -1)
+    await answering.expire(question.pk)
+    assert QUESTION_RESOLUTIONS.labels(outcome="timeout_none")._value.get() == before + 1
+    assert QUESTION_ANSWER_SECONDS._sum.get() >= answered_before

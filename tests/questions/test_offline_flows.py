@@ -130,3 +130,20 @@ async def test_skip_proceeds_with_the_original_request(alice, fast_questions):
     assert derived.content == "clean up my tasks" and derived.metadata["skipped"] is True
     assert (await last_reply(conversation.pk)).startswith("Here are your tasks")
     await socket.disconnect()
+
+
+async def test_a_bare_number_typed_in_the_chat_box_picks_the_option_shown_there(alice, fast_questions):
+    await database_sync_to_async(seed_demo_workspace)(user=alice)
+    conversation, socket, _ = await chat(alice, "clean up my tasks")
+    first = (await rows(PendingQuestion, conversation=conversation, position=0))[0]
+    from questions.selectors import display_order
+
+    shown = display_order(first)
+    await socket.send_to(text_data=form_frame(action="send_message", message="9"))
+    assert "There is no option 9; pick 1–3." in await frames_of_turn(socket)
+    await socket.send_to(text_data=form_frame(action="send_message", message="2"))
+    await frames_of_turn(socket)
+    first = (await rows(PendingQuestion, pk=first.pk))[0]
+    assert first.selected_indexes == [shown[1]] and first.resolved_via == "option"
+    assert [m.content for m in await rows(services.Message, conversation=conversation, role="user")] == ["clean up my tasks"]
+    await socket.disconnect()

@@ -1,0 +1,480 @@
+"""Questions instead of guesses (issue 4), end to end: a real Daphne, a real headless Chromium.
+
+Scripted-model tests run on a second Daphne wired to tests/fake_openai.py (the `start_server`
+and `fake_model` fixtures of conftest.py); the offline-engine tests ("clean up my tasks", "delete
+all my tasks") run on the default test server, or one with a changed rate limit.
+
+    E2E_SCREENSHOTS=1 pytest tests/e2e/test_questions_ui.py -k digit   # refreshes docs/screenshot-question.png
+"""
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from playwright.sync_api import expect
+
+from questions.models import PendingQuestion
+from tests.e2e.conftest import log_in, start_conversation, wait_for_socket
+from tests.fake_openai import Reply
+from workspace.demo_content import seed_demo_workspace
+from workspace.models import Project, Task
+
+pytestmark = pytest.mark.e2e
+
+PASSWORD = "correct-horse"
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot-question.png"
+
+# One configuration for every scripted-model test: no clarification, detector or rate limit in
+# the way; the guesser only where a test scripts its ranking (it is a second model call).
+MODEL_ENV = {"CLARIFICATION_ENABLED": "false", "QUESTION_DETECTOR_ENABLED": "false", "QUESTIONS_MIN_INTERVAL_SECONDS": "0"}
+
+
+# --- the scripted model ------------------------------------------------------------------------
+
+
+def question(text: str, labels: list[str], *, descriptions: list[str] | None = None, **extra) -> dict:
+    descriptions = descriptions or [f"About {label}" for label in labels]
+    options = [{"label": label, "description": description} for label, description in zip(labels, descriptions)]
+    return {"question": text, "options": options, **extra}
+
+
+def ask_user(*questions: dict, id: str = "call_ask") -> Reply:
+    return Reply.tool_call("ask_user", {"questions": list(questions)}, id=id)
+
+
+def script(fake, *chat: Reply, guess: list[dict] | None = None) -> None:
+    """Chat turns are served in order; the guesser's structured call (it has a response_format)
+    gets `guess` as its ranking — whenever it comes, so its timing can't shift the script."""
+    queue = collections.deque(chat)
+
+    def reply(body: dict) -> Reply:
+        if "response_format" in body:
+            return Reply.json({"ranking": guess}) if guess is not None else Reply.error(500, "no ranking scripted")
+        return queue.popleft() if queue else Reply.error(500, "FakeOpenAI: the chat script is empty")
+
+    fake.default = reply
+
+
+def chat_requests(fake) -> list[dict]:
+    return [body for body in fake.requests if "response_format" not in body]
+
+
+def tool_result(fake, tool_call_id: str) -> dict:
+    """The tool result the model received (in its latest chat request) for that call."""
+    for message in chat_requests(fake)[-1]["messages"]:
+        if message.get("role") == "tool" and message.get("tool_call_id") == tool_call_id:
+            return json.loads(message["content"])
+    raise AssertionError(f"the model's last request has no tool result for {tool_call_id}")
+
+
+# --- the browser -------------------------------------------------------------------------------
+
+
+def user_with_page(browser_context, base_url: str, username: str):
+    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
+    page = browser_context.new_page()
+    log_in(page, base_url, username, PASSWORD)
+    start_conversation(page, base_url)
+    return user, page
+
+
+def send(page, text: str) -> None:
+    page.fill("#composer-input", text)
+    page.keyboard.press("Enter")
+
+
+def pending_card(page):
+    return page.locator(".question-pending")
+
+
+def bar_width(page) -> float:
+    return page.locator(".countdown-bar").evaluate("el => parseFloat(el.style.width)")
+
+
+@pytest.fixture
+def model_server(start_server, fake_model):
+    return start_server(model=fake_model, QUESTION_GUESSER_ENABLED="false", **MODEL_ENV), fake_model
+
+
+@pytest.fixture
+def guessing_model_server(start_server, fake_model):
+    return start_server(model=fake_model, QUESTION_GUESSER_ENABLED="true", **MODEL_ENV), fake_model
+
+
+# --- 1. clicking an option -----------------------------------------------------------------------
+
+
+def test_clicking_an_option_answers_in_every_tab_and_continues(model_server, browser_context):
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(question("Which project should I plan first?", ["Atlas", "Harbor", "Home"], header="Project"), id="call_pick"),
+        Reply.text("Planning **Atlas** first."),
+    )
+    _, page = user_with_page(browser_context, server.url, "opal")
+    send(page, "plan my week")
+
+    card = pending_card(page)
+    expect(card.locator(".question-text")).to_have_text("Which project should I plan first?")
+    expect(card.locator(".chip")).to_have_text("Project")
+    expect(card.locator(".options .option")).to_have_count(3)
+
+    other = browser_context.new_page()
+    other.goto(page.url)
+    wait_for_socket(other)
+    expect(pending_card(other).locator(".question-text")).to_have_text("Which project should I plan first?")
+
+    card.locator(".option", has_text="Atlas").click()
+
+    for tab in (page, other):
+        receipt = tab.locator(".question-receipt.answered")
+        expect(receipt.locator(".receipt-answer")).to_have_text("Atlas")
+        expect(receipt).to_contain_text("Project: Which project should I plan first?")
+        expect(pending_card(tab)).to_have_count(0)
+        expect(tab.locator(".message-assistant .markdown strong")).to_have_text("Atlas")
+
+    (row,) = tool_result(fake, "call_pick")["answers"]
+    assert row == {
+        "question": "Which project should I plan first?", "status": "answered", "answers": ["Atlas"],
+        "is_custom": False, "selected_indexes": [0],
+    }  # fmt: skip
+
+
+# --- 2. custom answers ---------------------------------------------------------------------------
+
+
+def test_custom_answer_in_the_card_and_in_the_chat_box(model_server, browser_context):
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(question("What should the trip be called?", ["Coast weekend", "Mountain escape"], placeholder="Name the trip…"), id="call_name"),
+        ask_user(question("Where should it start?", ["Home", "The office"]), id="call_where"),
+        Reply.text("Booked: *Lighthouse loop* from the station."),
+    )
+    _, page = user_with_page(browser_context, server.url, "pia")
+    send(page, "plan a trip")
+
+    custom = pending_card(page).locator(".custom-answer input")
+    expect(custom).to_have_attribute("placeholder", "Name the trip…")
+    # Typing pauses the clock, and the card is re-rendered for that mid-word: nothing typed is lost.
+    custom.press_sequentially("Lighthouse loop", delay=40)
+    expect(pending_card(page)).to_have_attribute("data-paused", "1")
+    expect(custom).to_have_value("Lighthouse loop")
+    custom.press("Enter")
+
+    first = page.locator(".question-receipt.answered").first
+    expect(first.locator(".receipt-answer")).to_have_text("Lighthouse loop")
+    expect(first).to_contain_text("(typed)")
+
+    # The model asks again; this time the answer is typed in the chat box.
+    expect(pending_card(page).locator(".question-text")).to_have_text("Where should it start?")
+    row = tool_result(fake, "call_name")["answers"][0]
+    assert (row["status"], row["answers"], row["is_custom"], row["selected_indexes"]) == ("answered", ["Lighthouse loop"], True, [])
+    send(page, "from the station")
+
+    second = page.locator(".question-receipt.answered").nth(1)
+    expect(second.locator(".receipt-answer")).to_have_text("from the station")
+    expect(page.locator(".message-assistant .markdown em")).to_have_text("Lighthouse loop")
+    expect(page.locator("#composer-input")).to_have_value("")
+    # It answered the question: no new chat message, and the model saw only the first request.
+    expect(page.locator(".message-user")).to_have_count(1)
+    assert tool_result(fake, "call_where")["answers"][0]["answers"] == ["from the station"]
+    assert tool_result(fake, "call_where")["answers"][0]["is_custom"] is True
+    users = [m["content"] for m in chat_requests(fake)[-1]["messages"] if m["role"] == "user"]
+    assert users == ["plan a trip"]
+
+
+# --- 3. multi-select -------------------------------------------------------------------------------
+
+
+def test_multi_select_sends_every_checked_label(model_server, browser_context):
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(question("Which projects go in the report?", ["Atlas", "Harbor", "Home"], multi_select=True), id="call_multi"),
+        Reply.text("Report covers Atlas and Home."),
+    )
+    _, page = user_with_page(browser_context, server.url, "quinn")
+    send(page, "write the weekly report")
+
+    card = pending_card(page)
+    card.locator(".option-check", has_text="Atlas").locator("input[type=checkbox]").check()
+    card.locator(".option-check", has_text="Home").locator("input[type=checkbox]").check()
+    card.get_by_role("button", name="Confirm selection").click()
+
+    expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("Atlas, Home")
+    expect(page.locator(".message-assistant .markdown")).to_contain_text("Report covers Atlas and Home.")
+    row = tool_result(fake, "call_multi")["answers"][0]
+    assert (row["answers"], row["selected_indexes"], row["is_custom"]) == (["Atlas", "Home"], [0, 2], False)
+
+
+# --- 4. "1a 2b" in the chat box (offline clarification) ---------------------------------------------
+
+
+def test_shorthand_in_the_chat_box_answers_the_offline_clarification(live_url, browser_context):
+    user, page = user_with_page(browser_context, live_url, "rosa")
+    seed_demo_workspace(user=user)
+    send(page, "clean up my tasks")
+
+    card = page.locator(".question-clarify")
+    expect(card.locator(".question-progress")).to_have_text("1 of 2")
+    expect(card.locator(".question-text")).to_have_text("What kind of cleanup?")
+    expect(card.locator(".question-hint")).to_contain_text("“1a 2b”")
+
+    # A question number that doesn't exist: a clear error under the composer, the text kept.
+    send(page, "3a")
+    expect(page.locator("#composer-error")).to_have_text("There is no question 3.")
+    expect(page.locator("#composer-input")).to_have_value("3a")
+    expect(card.locator(".question-pending")).to_have_count(1)
+
+    send(page, "1a 2b")
+    clarified = page.locator(".message-derived")
+    expect(clarified.locator(".message-meta")).to_contain_text("Clarified request")
+    expect(clarified.locator(".message-body")).to_have_text("delete all my completed tasks in Atlas")
+    expect(page.locator("#composer-error")).to_have_text("")
+    expect(page.locator("#composer-input")).to_have_value("")
+    expect(card.locator(".question-receipt.answered .receipt-answer")).to_have_text(["Delete completed tasks", "Atlas"])
+    # "3a" and "1a 2b" were answers, not messages.
+    expect(page.locator(".message-user:not(.message-derived)")).to_have_count(1)
+
+
+# Regression (fixed): questions.services._check_limits counts the just-answered clarification as a
+# recent ask, so the confirmation proposed within 5 s of it is rejected as a tool error ('A
+# question was asked in this conversation less than 5 s ago') and the offline engine replies 'I
+# couldn't look that up'
+
+
+@pytest.mark.parametrize(
+    "min_interval",
+    [
+        pytest.param("5", id="default-rate-limit"),
+        pytest.param("0", id="no-rate-limit"),
+    ],
+)
+def test_answered_clarification_leads_to_a_confirmation_card(start_server, browser_context, min_interval):
+    server = start_server(QUESTIONS_MIN_INTERVAL_SECONDS=min_interval)
+    user, page = user_with_page(browser_context, server.url, f"rosa{min_interval}")
+    seed_demo_workspace(user=user)
+    atlas = Project.objects.get(owner=user, name="Atlas")
+    completed = list(Task.objects.filter(owner=user, project=atlas, status="completed").values_list("title", flat=True))
+    send(page, "clean up my tasks")
+    expect(page.locator(".question-clarify .question-text")).to_have_text("What kind of cleanup?")
+    send(page, "1a 2b")  # at once, as a person who knows what they want would
+
+    # Whatever comes first after the clarified request: the confirmation, or a reply instead of it.
+    page.locator(".question-confirm, .message-assistant .markdown").first.wait_for()
+    confirm = page.locator(".question-confirm")
+    expect(confirm.locator(".operation-list li")).to_have_count(len(completed), timeout=1_000)
+    expect(confirm.locator(".operations")).to_contain_text(f"Delete {len(completed)} completed tasks in Atlas")
+    for title in completed:
+        expect(confirm.locator(".operation-list li", has_text=title)).to_have_count(1)
+    expect(confirm.locator(".option.apply.danger")).to_be_visible()
+
+
+# --- 5. countdown auto-submit ------------------------------------------------------------------------
+
+
+def test_countdown_flashes_the_default_and_submits_it(guessing_model_server, browser_context):
+    server, fake = guessing_model_server
+    script(
+        fake,
+        ask_user(question("Which launch should I summarise?", ["Atlas", "Harbor"], timeout_seconds=5), id="call_timed"),
+        Reply.text("Here is the Harbor summary."),
+        guess=[{"index": 1, "confidence": 0.8, "reasoning": "Harbor was discussed last."}, {"index": 0, "confidence": 0.2, "reasoning": "Less recent."}],
+    )
+    _, page = user_with_page(browser_context, server.url, "sven")
+    send(page, "summarise the launch")
+
+    card = pending_card(page)
+    # The guess swaps in: the most likely option first, with its confidence, as the default.
+    default = card.locator(".option.is-default")
+    expect(default.locator(".label")).to_have_text("Harbor")
+    expect(default.locator(".confidence")).to_have_text("80%")
+    expect(card.locator(".options .option").first).to_have_class(re.compile(r"\bis-default\b"))
+    # Record when the flash starts and when the receipt replaces the card.
+    page.evaluate(
+        """() => {
+          window.__flash = null; window.__receipt = null;
+          new MutationObserver(() => {
+            const now = performance.now();
+            if (window.__flash === null && document.querySelector('.option.is-default.flash')) window.__flash = now;
+            if (window.__receipt === null && document.querySelector('.question-receipt.timed-out')) window.__receipt = now;
+          }).observe(document.body, {subtree: true, childList: true, attributes: true, attributeFilter: ['class']});
+        }"""
+    )
+    start = bar_width(page)
+    page.wait_for_function("w => parseFloat(document.querySelector('.countdown-bar').style.width) < w - 10", arg=start)
+
+    receipt = page.locator(".question-receipt.timed-out")
+    expect(receipt.locator(".receipt-answer")).to_have_text("Harbor", timeout=10_000)
+    expect(receipt).to_contain_text("(timed out, default applied)")
+    expect(page.locator(".message-assistant .markdown")).to_contain_text("Here is the Harbor summary.")
+    flash, shown = page.evaluate("[window.__flash, window.__receipt]")
+    assert flash is not None, "the default option never flashed"
+    assert shown - flash >= 350, f"the flash was cut short after {shown - flash:.0f} ms (500 ms expected)"
+
+    row = tool_result(fake, "call_timed")["answers"][0]
+    assert (row["status"], row["answers"], row["default_applied"]) == ("timed_out", ["Harbor"], True)
+
+
+# --- 6. pause while typing -----------------------------------------------------------------------------
+
+
+def test_typing_pauses_the_countdown_and_idling_resumes_it(model_server, browser_context):
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(question("Which list should I tidy?", ["Today", "This week"], timeout_seconds=6), id="call_pause"),
+        Reply.text("Nothing was picked, so I left both lists alone."),
+    )
+    _, page = user_with_page(browser_context, server.url, "tara")
+    send(page, "tidy my lists")
+    card = pending_card(page)
+    expect(card).to_have_attribute("data-paused", "0")
+    question_row = PendingQuestion.objects.get(conversation__owner__username="tara")
+    asked_deadline = question_row.deadline
+
+    page.locator("#composer-input").press_sequentially("hmm, maybe")
+    typed_at = time.monotonic()
+    expect(card).to_have_attribute("data-paused", "1")
+    expect(card.locator(".countdown.paused .countdown-label")).to_have_text("Paused while you type")
+    question_row.refresh_from_db()
+    assert question_row.paused_at is not None and question_row.deadline > asked_deadline + dt.timedelta(seconds=30)
+    stopped = bar_width(page)
+    page.wait_for_timeout(1_000)  # the behaviour under test is that time passes and the bar doesn't move
+    assert bar_width(page) == stopped
+
+    # 5 s without typing: the clock runs again from where it stopped, and then times out.
+    expect(card).to_have_attribute("data-paused", "0", timeout=15_000)
+    assert time.monotonic() - typed_at >= 4.5
+    page.wait_for_function("w => parseFloat(document.querySelector('.countdown-bar').style.width) < w - 5", arg=stopped)
+    receipt = page.locator(".question-receipt.timed-out")
+    expect(receipt).to_contain_text("Timed out — no answer", timeout=10_000)
+    question_row.refresh_from_db()
+    assert question_row.status == "timed_out" and question_row.resolved_at > asked_deadline + dt.timedelta(seconds=4)
+    expect(page.locator(".message-assistant .markdown")).to_contain_text("left both lists alone")
+    row = tool_result(fake, "call_pause")["answers"][0]
+    assert (row["status"], row["default_applied"]) == ("timed_out", False)
+
+
+# --- 7. a reload keeps the deadline ---------------------------------------------------------------------
+
+
+def test_reload_shows_the_remaining_time_not_a_fresh_countdown(model_server, browser_context):
+    server, fake = model_server
+    script(fake, ask_user(question("Which format?", ["PDF", "Slides"], timeout_seconds=60), id="call_reload"))
+    _, page = user_with_page(browser_context, server.url, "uma")
+    sent_at = time.monotonic()  # the first render comes after this
+    send(page, "export the plan")
+
+    card = pending_card(page)
+    expect(card).to_have_attribute("data-remaining", re.compile(r"^\d+\.\d+$"))
+    before = float(card.get_attribute("data-remaining"))
+    assert 55 < before <= 60
+    page.wait_for_timeout(2_000)  # the behaviour under test is the passing of time
+    page.reload()
+    reloaded_by = time.monotonic()  # the second render, at least 2 s after the first, comes before this
+    wait_for_socket(page)
+    after = float(pending_card(page).get_attribute("data-remaining"))
+    # The deadline is stored: the remaining time went down by the time between the two renders.
+    assert 2.0 - 0.05 <= before - after <= reloaded_by - sent_at + 0.05, (before, after, reloaded_by - sent_at)
+    expect(page.locator(".countdown-time")).to_have_text(re.compile(r"^(5\d|4\d) s$"))
+
+
+# --- 8. confirming "delete all my tasks" (offline engine) ------------------------------------------------
+
+
+def test_confirming_delete_all_my_tasks_deletes_exactly_those_fifty(live_url, browser_context):
+    user, page = user_with_page(browser_context, live_url, "vera")
+    Task.objects.bulk_create(Task(owner=user, title=f"Chore number {n:02d}") for n in range(1, 51))
+    bystander = get_user_model().objects.create_user(username="walt", password=PASSWORD)
+    Task.objects.create(owner=bystander, title="Walt's own task")
+    send(page, "delete all my tasks")
+
+    confirm = page.locator(".question-confirm")
+    expect(confirm.locator(".operation-list li")).to_have_count(50, timeout=15_000)
+    expect(confirm.locator(".operations")).to_contain_text("Delete 50 tasks — 50 changes:")
+    expect(confirm.locator(".question-text")).to_have_text("Delete 50 tasks — apply 50 changes?")
+    for n in (1, 25, 50):
+        expect(confirm.locator(".operation-list li", has_text=f"Chore number {n:02d}")).to_have_count(1)
+    # A destructive confirmation never defaults to yes.
+    expect(confirm.locator(".option.apply.danger")).not_to_have_class(re.compile(r"\bis-default\b"))
+    assert Task.objects.filter(owner=user).count() == 50
+
+    confirm.locator(".option.apply").click()
+    expect(page.locator(".message-assistant .markdown").last).to_have_text("Done — deleted 50 tasks.", timeout=15_000)
+    expect(confirm.locator(".question-receipt.answered .receipt-answer")).to_have_text("Apply")
+    assert Task.objects.filter(owner=user).count() == 0
+    assert list(Task.objects.filter(owner=bystander).values_list("title", flat=True)) == ["Walt's own task"]
+
+
+# --- 9. keyboard -------------------------------------------------------------------------------------------
+
+
+def test_pressing_a_digit_picks_the_option_shown_in_that_place(guessing_model_server, browser_context):
+    server, fake = guessing_model_server
+    script(
+        fake,
+        ask_user(
+            question(
+                "How detailed should the launch summary be?", ["One line", "A paragraph", "A full page"], header="Detail",
+                descriptions=["Just the headline", "What shipped and what's next", "Every workstream, with owners and dates"],
+                placeholder="Or describe the length you want…", timeout_seconds=120,
+            ),
+            id="call_keys",
+        ),  # fmt: skip
+        Reply.text("A full page it is."),
+        guess=[
+            {"index": 1, "confidence": 0.55, "reasoning": "You asked for paragraphs last time."},
+            {"index": 2, "confidence": 0.3, "reasoning": "Big launches get a full page."},
+            {"index": 0, "confidence": 0.15, "reasoning": "Rarely enough for a launch."},
+        ],
+    )
+    _, page = user_with_page(browser_context, server.url, "xena")
+    send(page, "summarise the Atlas launch")
+
+    card = pending_card(page)
+    shown = card.locator(".options .option .label")
+    expect(shown).to_have_text(["A paragraph", "A full page", "One line"])  # ranked, not as asked
+    expect(card.locator(".options .option").nth(1).locator(".key")).to_have_text("c")
+    if os.environ.get("E2E_SCREENSHOTS"):
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        page.locator(".question-card").screenshot(path=str(SCREENSHOT))
+
+    # Digits are for the card, not the composer (which has the focus at first).
+    card.locator(".question-text").click()
+    page.keyboard.press("2")
+
+    expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("A full page")
+    expect(page.locator(".message-assistant .markdown")).to_contain_text("A full page it is.")
+    row = tool_result(fake, "call_keys")["answers"][0]
+    assert (row["answers"], row["selected_indexes"]) == (["A full page"], [2])
+
+
+def test_digits_toggle_checkboxes_and_enter_confirms_a_multi_select(model_server, browser_context):
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(question("Which reminders do you want?", ["Morning", "Noon", "Evening"], multi_select=True), id="call_multi_keys"),
+        Reply.text("Reminders set."),
+    )
+    _, page = user_with_page(browser_context, server.url, "yves")
+    send(page, "set up reminders")
+
+    card = pending_card(page)
+    card.locator(".question-text").click()
+    for key in ("1", "3", "2", "2"):  # the second "2" unticks it again
+        page.keyboard.press(key)
+    expect(card.locator("input[type=checkbox]:checked")).to_have_count(2)
+    page.keyboard.press("Enter")
+
+    expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("Morning, Evening")
+    expect(page.locator(".message-assistant .markdown")).to_contain_text("Reminders set.")
+    assert tool_result(fake, "call_multi_keys")["answers"][0]["selected_indexes"] == [0, 2]
