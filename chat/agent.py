@@ -24,6 +24,7 @@ from chat.locks import conversation_turn_lock
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
 from knowledge.selectors import aget_ai_config
+from llm.metrics import LLM_CALL_SECONDS
 from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
 from questions import clarification, detector, guesser
 from questions import selectors as question_selectors
@@ -204,8 +205,10 @@ class Turn:
             try:
                 completion = await self._stream(stream_id, self.client.stream(messages, tools=specs))
             except LLMError as exc:
+                LLM_CALL_SECONDS.labels(purpose="chat", outcome=exc.kind).observe(time.perf_counter() - started)
                 await self._fail(exc.user_message, {"kind": exc.kind, "status": exc.status, "attempts": exc.attempts}, stream_id)
                 return
+            LLM_CALL_SECONDS.labels(purpose="chat", outcome="ok").observe(time.perf_counter() - started)
             metadata = _call_metadata(self.client, completion, time.perf_counter() - started)
             if not completion.tool_calls and self.citations:
                 metadata["citations"] = _cited(completion.content, self.citations)

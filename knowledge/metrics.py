@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
+from llm.metrics import LLM_CALL_SECONDS  # noqa: F401  (defined at the LLM boundary; re-exported)
+
 AI_REQUESTS = Counter(
     "ai_requests", "Knowledge-base answer requests by result.", ["result"]  # answered | skipped | error
 )
@@ -15,12 +17,6 @@ AI_GATE = Counter("ai_gate", "Gate decisions by whether the question is answerab
 AI_VERIFICATION = Counter("ai_verification", "Verification decisions by whether the draft was good enough.", ["good_enough"])
 AI_SELECTED_SOURCES = Histogram(
     "ai_selected_sources", "Sources selected per answered-or-attempted request.", buckets=(0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
-)
-LLM_CALL_SECONDS = Histogram(
-    "llm_call_seconds",
-    "Wall-clock seconds of one model call attempt, by purpose (gate, select, answer, verify, summarize, ...) and outcome.",
-    ["purpose", "outcome"],
-    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120),
 )
 
 for result in ("answered", "skipped", "error"):
