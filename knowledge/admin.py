@@ -12,6 +12,19 @@ from knowledge import selectors, services
 from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource
 
 
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows the app writes (rebuilds, pipelines): admins look, they don't edit."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+
 @admin.register(AIConfig)
 class AIConfigAdmin(admin.ModelAdmin):
     """One row: the list page goes straight to it."""
@@ -78,7 +91,7 @@ class SummaryStatusFilter(admin.SimpleListFilter):
 
 
 @admin.register(KnowledgeSource)
-class KnowledgeSourceAdmin(admin.ModelAdmin):
+class KnowledgeSourceAdmin(ReadOnlyAdmin):
     """Read-only: sources come from the configured folders and URLs through rebuild_kb_index."""
 
     list_display = ["title", "source_id", "kind", "short_summary", "short_hash", "summary_state", "updated_at"]
@@ -91,14 +104,6 @@ class KnowledgeSourceAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).defer("search_vector")
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
     @admin.display(description="summary")
     def short_summary(self, obj: KnowledgeSource) -> str:
@@ -141,17 +146,9 @@ def _start_rebuild(request: HttpRequest, *, force_source_ids: list[str] | None =
 
 
 @admin.register(KnowledgeIndex)
-class KnowledgeIndexAdmin(admin.ModelAdmin):
+class KnowledgeIndexAdmin(ReadOnlyAdmin):
     """A read-only page: the current artifact, its build, the sources whose summary failed."""
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
 
     def get_urls(self):
         rebuild = self.admin_site.admin_view(require_POST(self.rebuild_view))

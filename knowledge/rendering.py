@@ -1,8 +1,10 @@
-"""Source content → sanitized HTML for the source page. Only this whitelist reaches the page."""
+"""Markdown → sanitized HTML, for source pages and assistant replies alike. Whatever a source or a
+model writes, only this whitelist reaches a page."""
 from __future__ import annotations
 
 import posixpath
 import re
+import threading
 from typing import Callable
 
 import markdown as markdown_lib
@@ -17,6 +19,32 @@ ALLOWED_TAGS = {
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
 
 
+_converter = threading.local()
+
+
+def markdown_html(text: str) -> str:
+    # Building a converter costs more than converting a reply; one per thread, reset per use.
+    if not hasattr(_converter, "md"):
+        _converter.md = markdown_lib.Markdown(extensions=["fenced_code", "tables", "sane_lists"])
+    return _converter.md.reset().convert(text or "")
+
+
+def sanitized(html: str) -> SafeString:
+    return mark_safe(
+        nh3.clean(
+            html,
+            tags=ALLOWED_TAGS,
+            attributes=ALLOWED_ATTRIBUTES,
+            url_schemes={"http", "https", "mailto"},
+            link_rel="noopener noreferrer nofollow",
+        )
+    )
+
+
+def render_markdown(text: str) -> SafeString:
+    return sanitized(markdown_html(text))
+
+
 def render_source(content: str, *, kind: str, title: str = "") -> SafeString:
     """Markdown (and the Markdown-ish text HTML pages are stored as) rendered; other text as-is.
 
@@ -27,18 +55,9 @@ def render_source(content: str, *, kind: str, title: str = "") -> SafeString:
     if title and first.strip().lstrip("#").strip() == title.strip() and first.lstrip().startswith("#"):
         content = rest
     if kind in ("markdown", "html"):
-        html = markdown_lib.markdown(content or "", extensions=["fenced_code", "tables", "sane_lists"])
-    else:
-        # Plain text and reStructuredText are shown as written, paragraphs kept.
-        html = "".join(f"<p>{_escape(p).replace(chr(10), '<br>')}</p>" for p in (content or "").split("\n\n") if p.strip())
-    clean = nh3.clean(
-        html,
-        tags=ALLOWED_TAGS,
-        attributes=ALLOWED_ATTRIBUTES,
-        url_schemes={"http", "https", "mailto"},
-        link_rel="noopener noreferrer nofollow",
-    )
-    return mark_safe(clean)
+        return render_markdown(content)
+    # Plain text and reStructuredText are shown as written, paragraphs kept.
+    return sanitized("".join(f"<p>{_escape(p).replace(chr(10), '<br>')}</p>" for p in content.split("\n\n") if p.strip()))
 
 
 def _escape(text: str) -> str:

@@ -3,7 +3,26 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.fake_openai import fake_openai  # noqa: F401  (fixture)
+
 from workspace import services as workspace_services
+
+
+@pytest.fixture
+def model_endpoint(settings, fake_openai):  # noqa: F811
+    """Clarion pointed at the fake OpenAI-compatible server, through the real SDK.
+
+    Only chat calls are expected: the question features' extra structured calls (clarification,
+    detector, guesser) are off unless a test scripts them.
+    """
+    settings.LLM_BASE_URL = fake_openai.base_url
+    settings.LLM_API_KEY = "sk-test-not-a-real-key"
+    settings.LLM_MODEL = "fake-model"
+    settings.LLM_TIMEOUT_SECONDS = 1.0
+    settings.LLM_MAX_RETRIES = 1
+    settings.CLARIFICATION_ENABLED = settings.QUESTION_DETECTOR_ENABLED = settings.QUESTION_GUESSER_ENABLED = False
+    fake_openai.default = None  # an unscripted call is a test bug: answer 500
+    return fake_openai
 
 
 @pytest.fixture

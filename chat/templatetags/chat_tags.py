@@ -1,6 +1,6 @@
 from django import template
 
-from chat.markdown import render_markdown
+from knowledge.rendering import render_markdown
 
 register = template.Library()
 register.filter("markdown", render_markdown)

@@ -22,14 +22,10 @@ def _knowledge_settings(settings):
 
 
 @pytest.fixture
-def model_endpoint(settings, fake_openai):  # noqa: F811
-    """Clarion pointed at the fake OpenAI-compatible server, through the real SDK."""
-    settings.LLM_BASE_URL = fake_openai.base_url
-    settings.LLM_API_KEY = "sk-test-not-a-real-key"
-    settings.LLM_MODEL = "fake-model"
+def model_endpoint(model_endpoint, settings):
+    """The shared fake-model fixture, with the pipeline's per-call timeout its tests expect."""
     settings.LLM_TIMEOUT_SECONDS = 2.0
-    fake_openai.default = None  # an unscripted call is a test bug: answer 500
-    return fake_openai
+    return model_endpoint
 
 
 @pytest.fixture
