@@ -316,8 +316,13 @@ def skip_group(*, user, group_id) -> Resolution:
 def record_guess(*, question_id, ranking: list[dict]) -> PendingQuestion | None:
     """Store the guesser's confidences; the top option becomes the timeout default.
     `ranking`: [{"index", "confidence" (0..1), "reasoning"}]. No-op once resolved."""
-    question = PendingQuestion.objects.select_for_update().filter(pk=question_id, status=Status.PENDING).first()
+    question = PendingQuestion.objects.filter(pk=question_id).first()
     if question is None:
+        return None
+    # Same lock order as every other write (group, then question): no deadlock with an answer.
+    QuestionGroup.objects.select_for_update().get(pk=question.group_id)
+    question.refresh_from_db()
+    if not question.is_pending:
         return None
     by_index = {r["index"]: r for r in ranking if 0 <= r["index"] < len(question.options)}
     for i, option in enumerate(question.options):
