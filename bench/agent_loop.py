@@ -48,6 +48,13 @@ class TimedClient:
         self.model_seconds = 0.0
         self.calls = 0
 
+    async def structured(self, messages, **kwargs):
+        started = time.perf_counter()
+        try:
+            return await self.inner.structured(messages, **kwargs)
+        finally:
+            self.model_seconds += time.perf_counter() - started
+
     async def stream(self, messages, **kwargs):
         self.calls += 1
         events = self.inner.stream(messages, **kwargs).__aiter__()
@@ -84,6 +91,8 @@ async def run_scenario(name: str, replies_per_turn: list[Reply], *, turns: int, 
             async with agent.conversation_turn_lock(conversation.pk):
                 await agent.Turn(conversation.pk, client=client).run()
         total = time.perf_counter() - started
+        if client.calls == 0:
+            raise SystemExit(f"{name}: a turn made no model call (see the conversation's error message)")
         overheads.append((total - client.model_seconds) / client.calls)
         await layer.group_discard(conversation.group_name, tab)
     ms = [o * 1000 for o in overheads]
@@ -105,6 +114,9 @@ async def main(turns: int) -> None:
     with FakeOpenAI(default=None) as fake:
         settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = fake.base_url, "sk-bench", "fake"
         settings.LLM_MAX_RETRIES = 0
+        # The loop itself: clarification, the detector and the guesser each add a model call of
+        # their own with a real model, and are measured by what they cost the model, not here.
+        settings.CLARIFICATION_ENABLED = settings.QUESTION_DETECTOR_ENABLED = settings.QUESTION_GUESSER_ENABLED = False
         await run_scenario("warm-up", [Reply.text("ok")], turns=10, user=user, fake=fake)
         rows = [
             await run_scenario("text reply (60 words streamed)", [Reply.text(words)], turns=turns, user=user, fake=fake),

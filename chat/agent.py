@@ -23,7 +23,8 @@ from chat import answering, deadlines, rendering, selectors, services, tools
 from chat.locks import conversation_turn_lock
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
-from knowledge.selectors import aget_ai_config
+from knowledge.models import AIConfig
+from knowledge.selectors import get_ai_config
 from llm.metrics import LLM_CALL_SECONDS
 from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
 from questions import clarification, detector, guesser
@@ -100,9 +101,8 @@ class Turn:
         self.layer = get_channel_layer()
 
     async def run(self) -> None:
-        conversation, messages, self.request, snapshot, self.continuing = await database_sync_to_async(self._load)()
+        conversation, messages, self.request, snapshot, self.continuing, config = await database_sync_to_async(self._load)()
         self.conversation, self.reply_to = conversation, self.request.pk
-        config = await aget_ai_config()
         self.timeouts = questions.QuestionTimeouts(
             low=config.question_timeout_low_seconds,
             medium=config.question_timeout_medium_seconds,
@@ -121,7 +121,7 @@ class Turn:
             log.exception("turn failed", extra={"conversation": str(self.conversation_id)})
             await self._fail("Something went wrong on Clarion's side while answering. Try again.", {"kind": "internal"})
 
-    def _load(self) -> tuple[Conversation, list[ChatMessage], Message, Snapshot, bool]:
+    def _load(self) -> tuple[Conversation, list[ChatMessage], Message, Snapshot, bool, AIConfig]:
         conversation = Conversation.objects.select_related("owner").get(pk=self.conversation_id)
         history = selectors.history_for_model(conversation=conversation, limit=settings.AGENT_HISTORY_MESSAGES)
         request = max((m for m in history if m.role == Message.Role.USER), key=lambda m: m.pk)
@@ -129,7 +129,7 @@ class Turn:
         system = ChatMessage(role="system", content=system_prompt(snapshot))
         # Rows already answering the request: this turn continues it (after an answer, a crash).
         continuing = any(m.in_reply_to_id == request.pk for m in history)
-        return conversation, [system, *(_as_chat_message(m) for m in history)], request, snapshot, continuing
+        return conversation, [system, *(_as_chat_message(m) for m in history)], request, snapshot, continuing, get_ai_config()
 
     # --- asking instead of guessing --------------------------------------------------------
 
