@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Latency benchmark of the workspace read tools (workspace/selectors.py) at production-like size.
 
-    cd /work/main && DATABASE_NAME=clarion_bench .venv/bin/python bench/query_tools.py \
+    DATABASE_NAME=clarion_bench .venv/bin/python bench/query_tools.py \
         [--users 10] [--rows-per-user 100000] [--repeat 200]
 
 Loads USERS x ROWS_PER_USER tasks and as many notes (default 1M + 1M) into a dedicated database
