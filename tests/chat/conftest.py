@@ -1,11 +1,10 @@
 import pytest
 
 from chat import agent
-from tests.fake_openai import fake_openai  # noqa: F401  (fixture)
 
 
 @pytest.fixture(autouse=True)
-async def _turns_finish_before_teardown(fake_openai):  # noqa: F811
+async def _turns_finish_before_teardown(fake_openai):
     # Turns run as background tasks; neither the database nor the fake model server may go away
     # under a running one (depending on fake_openai makes it outlive this teardown).
     yield

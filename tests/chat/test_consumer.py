@@ -1,4 +1,3 @@
-import json
 
 import pytest
 from channels.db import database_sync_to_async as sync_to_async

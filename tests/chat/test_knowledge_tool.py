@@ -2,7 +2,7 @@
 import pytest
 from channels.db import database_sync_to_async
 
-from chat import agent, services
+from chat import services
 from knowledge import services as knowledge_services
 from tests.websocket import form_frame, frames_of_turn, open_socket
 

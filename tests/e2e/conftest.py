@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.processes import stop_process
 from django.db import connection
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -73,12 +75,7 @@ class DaphneServer:
         return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -9,7 +9,7 @@ from asgiref.sync import async_to_sync
 from prometheus_client import REGISTRY
 
 from knowledge import selectors, services
-from tests.fake_openai import Reply, fake_openai  # noqa: F401  (fixture)
+from tests.fake_openai import Reply
 
 
 @pytest.fixture(autouse=True)

@@ -1,11 +1,10 @@
 import pytest
 
 from chat import agent, deadlines
-from tests.fake_openai import fake_openai  # noqa: F401  (fixture)
 
 
 @pytest.fixture(autouse=True)
-async def _background_work_finishes(fake_openai):  # noqa: F811
+async def _background_work_finishes(fake_openai):
     yield
     await agent.wait_for_running_turns()
     deadlines.stop_sweepers()

@@ -34,6 +34,8 @@ import uuid
 from urllib.parse import urlencode
 
 import pytest
+
+from tests.processes import stop_process
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.db import connection
@@ -98,12 +100,7 @@ class PrivateRedis:
             time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -2,7 +2,7 @@
 import pytest
 from channels.db import database_sync_to_async
 
-from chat import agent, services
+from chat import services
 from llm import build_client
 from llm.offline import OfflineEngine
 from questions import clarification, detector, guesser
