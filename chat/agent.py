@@ -101,7 +101,13 @@ class Turn:
         self.layer = get_channel_layer()
 
     async def run(self) -> None:
-        conversation, messages, self.request, snapshot, self.continuing, config = await database_sync_to_async(self._load)()
+        try:
+            loaded = await database_sync_to_async(self._load)()
+        except Exception:  # even a turn that cannot load ends visibly
+            log.exception("turn could not load", extra={"conversation": str(self.conversation_id)})
+            await _fail_without_turn(self.conversation_id, "Something went wrong on Clarion's side while answering. Try again.")
+            return
+        conversation, messages, self.request, snapshot, self.continuing, config = loaded
         self.conversation, self.reply_to = conversation, self.request.pk
         self.timeouts = questions.QuestionTimeouts(
             low=config.question_timeout_low_seconds,

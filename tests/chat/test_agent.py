@@ -233,3 +233,15 @@ async def test_twenty_thousand_character_message_is_rejected_with_the_limit(alic
     assert "That message is 20,000 characters; the limit is 8,000" in await receive_all(socket)
     assert await message_rows() == 0 and model_endpoint.requests == []
     await socket.disconnect()
+
+
+async def test_a_turn_that_cannot_even_load_ends_with_a_visible_error(model_endpoint, alice, monkeypatch):
+    def broken(self):
+        raise RuntimeError("simulated bug while loading the turn")
+
+    monkeypatch.setattr(agent.Turn, "_load", broken)
+    conversation = await ask(alice, "hello")
+    await agent.run_pending_turns(conversation.pk)
+    rows = await thread(conversation)
+    assert [r["role"] for r in rows] == ["user", "error"] and "went wrong on Clarion's side" in rows[1]["content"]
+    assert model_endpoint.requests == []
