@@ -19,7 +19,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 
-from chat import answering, deadlines, rendering, selectors, services, tools
+from chat import answering, background, deadlines, rendering, selectors, services, tools
 from chat.locks import conversation_turn_lock
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
@@ -43,21 +43,14 @@ MAX_LOCK_ROUNDS = 3
 # Turns run back to back under one lock while new messages keep arriving; bounded all the same.
 MAX_TURNS_PER_LOCK = 10
 
-_running: set[asyncio.Task] = set()
-
-
 def start_turn(conversation_id: uuid.UUID) -> asyncio.Task:
     """Run any pending turn of the conversation in the background of this process's event loop."""
-    task = asyncio.get_running_loop().create_task(run_pending_turns(conversation_id))
-    _running.add(task)
-    task.add_done_callback(_running.discard)
-    return task
+    return background.spawn(run_pending_turns(conversation_id))
 
 
 async def wait_for_running_turns() -> None:
-    """For tests and shutdown: let every started turn finish."""
-    while _running:
-        await asyncio.gather(*list(_running), return_exceptions=True)
+    """For tests and shutdown: let every started turn (and what it started) finish."""
+    await background.wait_for_all()
 
 
 async def run_pending_turns(conversation_id: uuid.UUID) -> None:
@@ -200,7 +193,7 @@ class Turn:
         if first is not None:
             deadlines.schedule(first.pk, first.deadline)
         if group.kind != QuestionGroup.Kind.CONFIRM and settings.QUESTION_GUESSER_ENABLED:
-            _background(guess_in_background(group.pk, client=self.client, context=self.context))
+            background.spawn(guess_in_background(group.pk, client=self.client, context=self.context))
 
     async def _loop(self, messages: list[ChatMessage]) -> None:
         specs = tools.tool_specs()
@@ -337,9 +330,3 @@ async def guess_in_background(group_id, *, client: LLMClient, context: str) -> N
         ranking = await guesser.rank_options(client=client, question=question.question, options=question.options, context=context)
         await database_sync_to_async(questions.record_guess)(question_id=question.pk, ranking=ranking)
     await answering.publish_group(group_id)
-
-
-def _background(coro) -> None:
-    task = asyncio.get_running_loop().create_task(coro)
-    _running.add(task)
-    task.add_done_callback(_running.discard)

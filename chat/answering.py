@@ -16,7 +16,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
-from chat import rendering, services
+from chat import deadlines, rendering, services
 from chat.models import Conversation, Message
 from questions import metrics as question_metrics
 from questions import selectors as question_selectors
@@ -195,25 +195,23 @@ async def _answer_typed(user, question: PendingQuestion, answer: AnswerInput, vi
 
 
 async def pause(*, user, question_id) -> PendingQuestion:
-    question = await database_sync_to_async(questions.pause)(user=user, question_id=question_id)
-    await publish_group(question.group_id)
-    from chat import deadlines
-
-    deadlines.schedule(question.pk, question.deadline)
-    return question
+    return await _moved_deadline(questions.pause, user=user, question_id=question_id)
 
 
 async def resume(*, user, question_id) -> PendingQuestion:
-    question = await database_sync_to_async(questions.resume)(user=user, question_id=question_id)
-    await publish_group(question.group_id)
-    from chat import deadlines
+    return await _moved_deadline(questions.resume, user=user, question_id=question_id)
 
+
+async def _moved_deadline(change, *, user, question_id) -> PendingQuestion:
+    """Every tab shows the new clock, and this process's timer follows the new deadline."""
+    question = await database_sync_to_async(change)(user=user, question_id=question_id)
+    await publish_group(question.group_id)
     deadlines.schedule(question.pk, question.deadline)
     return question
 
 
 async def after_resolution(resolution: questions.Resolution) -> None:
-    from chat import agent, deadlines
+    from chat import agent  # agent imports this module
 
     question_metrics.observe(resolution.changed)
     await publish_group(resolution.group.pk)
@@ -233,5 +231,5 @@ async def publish_group(group_id) -> None:
 
 
 def _render_group(group_id) -> tuple[str, str]:
-    group = QuestionGroup.objects.select_related("conversation").get(pk=group_id)
+    group = QuestionGroup.objects.get(pk=group_id)
     return rendering.question_group(group), Conversation(pk=group.conversation_id).group_name

@@ -14,6 +14,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
+from chat import background
 from questions import services as questions
 
 log = logging.getLogger("clarion.questions")
@@ -34,7 +35,7 @@ def schedule(question_id, deadline: dt.datetime | None) -> None:
     if (old := _timers.pop(question_id, None)) is not None:
         old.cancel()
     delay = max(0.0, (deadline - timezone.now()).total_seconds()) + TIMER_SLACK_SECONDS
-    _timers[question_id] = loop.call_later(delay, lambda: _spawn(_fire(question_id)))
+    _timers[question_id] = loop.call_later(delay, lambda: background.spawn(_fire(question_id)))
 
 
 async def _fire(question_id) -> None:
@@ -82,15 +83,6 @@ async def sweep_once() -> int:
         if await answering.expire(question_id) is not None:
             expired += 1
     return expired
-
-
-_background: set[asyncio.Task] = set()
-
-
-def _spawn(coro) -> None:
-    task = asyncio.get_running_loop().create_task(coro)
-    _background.add(task)
-    task.add_done_callback(_background.discard)
 
 
 def stop_sweepers() -> None:

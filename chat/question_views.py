@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from channels.db import database_sync_to_async
 from django.http import Http404, HttpRequest, HttpResponse
-from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 from pydantic import ValidationError
 
@@ -19,13 +18,9 @@ from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput
 
 
-def _render_card(group_id, *, error: str = "") -> str:
-    group = QuestionGroup.objects.get(pk=group_id)
-    return render_to_string("questions/_group.html", {"card": rendering.question_card(group), "error": error})
-
-
 async def _card_response(group_id, *, status: int = 200, error: str = "") -> HttpResponse:
-    return HttpResponse(await database_sync_to_async(_render_card)(group_id, error=error), status=status)
+    html = await database_sync_to_async(lambda: rendering.question_group(QuestionGroup.objects.get(pk=group_id), oob=False, error=error))()
+    return HttpResponse(html, status=status)
 
 
 async def _own_question(request: HttpRequest, question_id) -> tuple[object, PendingQuestion]:

@@ -1,9 +1,14 @@
 """HTML fragments pushed over the websocket. Each is one template partial; htmx swaps by id."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from chat.models import Conversation, Message
+from questions import selectors as question_selectors
+from questions.models import PendingQuestion, QuestionGroup
 
 
 def message_appended(message: Message) -> str:
@@ -47,13 +52,6 @@ def stream_finished(stream_id: str, message: Message) -> str:
 
 
 # --- question cards ----------------------------------------------------------------------------
-
-from dataclasses import dataclass  # noqa: E402
-
-from django.utils import timezone  # noqa: E402
-
-from questions import selectors as question_selectors  # noqa: E402
-from questions.models import PendingQuestion, QuestionGroup  # noqa: E402
 
 KEYS = "abcdefghij"
 
@@ -128,8 +126,9 @@ def question_card(group: QuestionGroup, *, now=None) -> QuestionCard:
     return QuestionCard(group=group, questions=questions, current=current, options=options, remaining=remaining, paused=paused)
 
 
-def question_group(group: QuestionGroup) -> str:
-    return render_to_string("questions/_group.html", {"card": question_card(group), "oob": True})
+def question_group(group: QuestionGroup, *, oob: bool = True, error: str = "") -> str:
+    """The group's card: swapped in by id over the websocket (oob), or as an HTTP response."""
+    return render_to_string("questions/_group.html", {"card": question_card(group), "oob": oob, "error": error})
 
 
 def question_group_appended(group: QuestionGroup) -> str:

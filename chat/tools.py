@@ -145,17 +145,18 @@ def query_notes(ctx: ToolContext, args: QueryNotesArgs) -> dict:
 
 
 def query_projects(ctx: ToolContext, args: QueryProjectsArgs) -> dict:
-    user = ctx.user
-    projects = workspace.projects_for_user(user=user)
-    stats = {s.project.pk: s for s in workspace.project_stats_for_user(user=user, projects=projects)} if args.include_stats else {}
-    rows = []
-    for project in projects:
-        row = {"id": project.pk, "name": project.name, "description": project.description, "archived": project.archived}
-        if project.pk in stats:
-            s = stats[project.pk]
-            row["stats"] = {"todo": s.todo, "in_progress": s.in_progress, "completed": s.completed, "tasks": s.tasks, "notes": s.notes}
-        rows.append(row)
+    if not args.include_stats:
+        rows = [_project(p) for p in workspace.projects_for_user(user=ctx.user)]
+    else:
+        rows = [
+            {**_project(s.project), "stats": {"todo": s.todo, "in_progress": s.in_progress, "completed": s.completed, "tasks": s.tasks, "notes": s.notes}}
+            for s in workspace.project_stats_for_user(user=ctx.user)
+        ]
     return {"projects": rows, "total": len(rows)}
+
+
+def _project(project: Project) -> dict:
+    return {"id": project.pk, "name": project.name, "description": project.description, "archived": project.archived}
 
 
 async def search_knowledge_base(ctx: ToolContext, args: SearchKnowledgeBaseArgs) -> dict:

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Iterable, TypeVar
+from typing import Generic, TypeVar
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 
 from workspace.models import Note, Project, Task, note_search_vector
 
@@ -87,30 +87,30 @@ def projects_for_user(*, user, include_archived: bool = True) -> list[Project]:
     return list(projects.order_by("archived", "name", "id"))
 
 
-def project_stats_for_user(*, user, projects: Iterable[Project] | None = None) -> list[ProjectStats]:
-    projects = list(projects) if projects is not None else projects_for_user(user=user)
-    ids = [p.pk for p in projects]
-    task_counts = {
-        row["project_id"]: row
-        for row in Task.objects.filter(owner=user, project_id__in=ids)
-        .values("project_id")
-        .annotate(
-            todo=Count("id", filter=Q(status=Task.Status.TODO)),
-            in_progress=Count("id", filter=Q(status=Task.Status.IN_PROGRESS)),
-            completed=Count("id", filter=Q(status=Task.Status.COMPLETED)),
-        )
-    }
-    note_counts = dict(
-        Note.objects.filter(owner=user, project_id__in=ids).values("project_id").annotate(n=Count("id")).values_list("project_id", "n")
-    )
-    empty = {"todo": 0, "in_progress": 0, "completed": 0}
+def project_stats_for_user(*, user) -> list[ProjectStats]:
+    """Every project of the user with its task counts by status and its note count: two queries."""
+    return _with_stats(user=user, counts=_task_counts_by_project(user=user))
+
+
+def _task_counts_by_project(*, user) -> dict[int | None, dict[str, int]]:
+    """{project id (None: no project): {status: count}}, from one grouped count."""
+    counts: dict[int | None, dict[str, int]] = {}
+    rows = Task.objects.filter(owner=user).order_by().values_list("project_id", "status").annotate(n=Count("id"))
+    for project_id, status, n in rows:
+        counts.setdefault(project_id, dict.fromkeys(Task.Status.values, 0))[status] = n
+    return counts
+
+
+def _with_stats(*, user, counts: dict[int | None, dict[str, int]]) -> list[ProjectStats]:
+    projects = Project.objects.filter(owner=user).annotate(note_count=Count("notes")).order_by("archived", "name", "id")
+    empty = dict.fromkeys(Task.Status.values, 0)
     return [
         ProjectStats(
             project=p,
-            todo=task_counts.get(p.pk, empty)["todo"],
-            in_progress=task_counts.get(p.pk, empty)["in_progress"],
-            completed=task_counts.get(p.pk, empty)["completed"],
-            notes=note_counts.get(p.pk, 0),
+            todo=counts.get(p.pk, empty)[Task.Status.TODO],
+            in_progress=counts.get(p.pk, empty)[Task.Status.IN_PROGRESS],
+            completed=counts.get(p.pk, empty)[Task.Status.COMPLETED],
+            notes=p.note_count,
         )
         for p in projects
     ]
@@ -144,25 +144,11 @@ def snapshot_for_user(*, user) -> Snapshot:
         newest.filter(status=Task.Status.IN_PROGRESS)[:SNAPSHOT_IN_PROGRESS], all=True
     )
     first_tasks = sorted(first_tasks, key=lambda t: (t.created_at, t.pk), reverse=True)
-    counts = Task.objects.filter(owner=user).order_by().values_list("project_id", "status").annotate(n=Count("id"))
-    by_project: dict[int | None, dict[str, int]] = {}
-    for project_id, status, n in counts:
-        by_project.setdefault(project_id, {s: 0 for s in Task.Status.values})[status] = n
-    projects = Project.objects.filter(owner=user).annotate(note_count=Count("notes")).order_by("archived", "name", "id")
-    empty = {s: 0 for s in Task.Status.values}
+    counts = _task_counts_by_project(user=user)
     return Snapshot(
         todo=[t for t in first_tasks if t.status == Task.Status.TODO],
         in_progress=[t for t in first_tasks if t.status == Task.Status.IN_PROGRESS],
-        completed_count=sum(c[Task.Status.COMPLETED] for c in by_project.values()),
+        completed_count=sum(c[Task.Status.COMPLETED] for c in counts.values()),
         notes=list(Note.objects.filter(owner=user).select_related("project").order_by("-updated_at", "-id")[:SNAPSHOT_NOTES]),
-        projects=[
-            ProjectStats(
-                project=p,
-                todo=by_project.get(p.pk, empty)[Task.Status.TODO],
-                in_progress=by_project.get(p.pk, empty)[Task.Status.IN_PROGRESS],
-                completed=by_project.get(p.pk, empty)[Task.Status.COMPLETED],
-                notes=p.note_count,
-            )
-            for p in projects
-        ],
+        projects=_with_stats(user=user, counts=counts),
     )

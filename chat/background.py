@@ -1,0 +1,24 @@
+"""Work a process runs beside its requests: turns, guesses, deadline expiries.
+
+Tasks are kept referenced until done (the event loop holds only weak references), and tests and
+shutdown can wait for all of them.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Coroutine
+
+_tasks: set[asyncio.Task] = set()
+
+
+def spawn(coro: Coroutine) -> asyncio.Task:
+    task = asyncio.get_running_loop().create_task(coro)
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+    return task
+
+
+async def wait_for_all() -> None:
+    """Until nothing is left running — including work that finishing work started."""
+    while _tasks:
+        await asyncio.gather(*list(_tasks), return_exceptions=True)
