@@ -6,6 +6,7 @@ HTTP + parsing), as recorded in `debug["llm_calls"]`. The offline engine has no 
 
     DATABASE_NAME=clarion_bench_kb .venv/bin/python bench/kb_pipeline.py [--requests 300]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,9 +14,8 @@ import asyncio
 import statistics
 import time
 
-from kb_rebuild import describe, load_average, reset_knowledge_base, setup_database
-
 from django.conf import settings
+from kb_rebuild import describe, load_average, reset_knowledge_base, setup_database
 
 from knowledge import services
 from tests.fake_openai import FakeOpenAI, Reply
@@ -75,4 +75,6 @@ if __name__ == "__main__":
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         calls = 0 if r["label"].startswith("offline") else 4
-        print(f"| {r['label']} | {calls} | {r['total']['p50']:.2f} | {r['model']:.2f} | {r['overhead']['p50']:.2f} | {r['overhead']['p99']:.2f} |")
+        print(
+            f"| {r['label']} | {calls} | {r['total']['p50']:.2f} | {r['model']:.2f} | {r['overhead']['p50']:.2f} | {r['overhead']['p99']:.2f} |"
+        )

@@ -4,20 +4,19 @@ large for a prompt, and that the offline engine selects with.
 
     DATABASE_NAME=clarion_bench_kb .venv/bin/python bench/kb_prefilter.py [--sources 10000] [--queries 300]
 """
+
 from __future__ import annotations
 
 import argparse
 import random
 import time
 
-from kb_rebuild import VOCABULARY, describe, generated_page, load_average, reset_knowledge_base, setup_database, zipf_words
-
 from django.conf import settings
 from django.db import connection
+from kb_rebuild import VOCABULARY, describe, generated_page, load_average, reset_knowledge_base, setup_database, zipf_words
 
 from knowledge import selectors
 from knowledge.models import KnowledgeIndex, KnowledgeSource, content_hash, index_line
-
 
 # Bump when the generator changes: a stored corpus is reused only if it is this one.
 CORPUS = "bench-zipf-v2/"
@@ -81,9 +80,11 @@ def plan_of(q: str, limit: int) -> str:
 
     search = selectors.full_text_query(q)
     queryset = (
-        KnowledgeSource.objects.filter(search_vector=search).exclude(summary="")
+        KnowledgeSource.objects.filter(search_vector=search)
+        .exclude(summary="")
         .annotate(rank=SearchRank(F("search_vector"), search, normalization=1))
-        .order_by("-rank", "source_id").values_list("source_id", "title", "summary", "rank")[:limit]
+        .order_by("-rank", "source_id")
+        .values_list("source_id", "title", "summary", "rank")[:limit]
     )  # fmt: skip  (the same query as selectors.rank_sources)
     sql, params = queryset.query.sql_with_params()
     with connection.cursor() as cursor:

@@ -7,6 +7,7 @@ and with the offline engine.
 It is also where the other knowledge-base benchmarks (kb_prefilter.py, kb_pipeline.py) get their
 shared set-up: Django on the dedicated database, the generated corpus, percentiles.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -132,14 +133,34 @@ def scenario(label: str, folder: Path, concurrency: int, count: int) -> list[dic
     reset_knowledge_base()
     rows = []
     first, report = timed_rebuild(folder, concurrency=concurrency)
-    rows.append({"mode": label, "concurrency": concurrency, "run": "first run", "summarised": report.summarised, "seconds": first, "count": count})
+    rows.append(
+        {"mode": label, "concurrency": concurrency, "run": "first run", "summarised": report.summarised, "seconds": first, "count": count}
+    )
     again, report = timed_rebuild(folder, concurrency=concurrency)
-    rows.append({"mode": label, "concurrency": concurrency, "run": "unchanged re-run", "summarised": report.summarised, "seconds": again, "count": count})
+    rows.append(
+        {
+            "mode": label,
+            "concurrency": concurrency,
+            "run": "unchanged re-run",
+            "summarised": report.summarised,
+            "seconds": again,
+            "count": count,
+        }
+    )
     for n in range(10):
         path = folder / f"page-{n * count // 10:04d}.md"
         path.write_text(path.read_text() + f"\nEdited at {time.time()}.\n")
     changed, report = timed_rebuild(folder, concurrency=concurrency)
-    rows.append({"mode": label, "concurrency": concurrency, "run": "10 files changed", "summarised": report.summarised, "seconds": changed, "count": count})
+    rows.append(
+        {
+            "mode": label,
+            "concurrency": concurrency,
+            "run": "10 files changed",
+            "summarised": report.summarised,
+            "seconds": changed,
+            "count": count,
+        }
+    )
     return rows
 
 
@@ -162,7 +183,9 @@ def main(count: int, concurrencies: list[int]) -> None:
     print("| summariser | concurrency | run | summarised | seconds | ms per source read |")
     print("| --- | ---: | --- | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['mode']} | {r['concurrency']} | {r['run']} | {r['summarised']} | {r['seconds']:.2f} | {1000 * r['seconds'] / r['count']:.2f} |")
+        print(
+            f"| {r['mode']} | {r['concurrency']} | {r['run']} | {r['summarised']} | {r['seconds']:.2f} | {1000 * r['seconds'] / r['count']:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ EXPLAIN (ANALYZE, BUFFERS) of every SQL statement the selector ran.
 Only rows owned by `bench_user_*` users are ever written or removed, and the script refuses to run
 against a database whose name does not contain "bench" (override: --force-database).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,7 @@ TASK_NOUNS = (
     "changelog ticket bug feature sprint retro demo workshop interview hiring offer policy"
 ).split()
 TASK_AREAS = (
-    "team client board finance marketing sales support ops engineering product legal hr "
-    "q1 q2 q3 q4 europe asia emea apac"
+    "team client board finance marketing sales support ops engineering product legal hr q1 q2 q3 q4 europe asia emea apac"
 ).split()
 NOTE_TOPICS = (
     "Meeting Ideas Research Retro Standup Planning Notes Summary Draft Feedback Interview Journal "
@@ -93,7 +93,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--explain-all", action="store_true", help="EXPLAIN every query, not only the slow ones")
     p.add_argument("--force-database", action="store_true", help="allow a database whose name lacks 'bench'")
     p.add_argument(
-        "--gc", choices=("on", "freeze"), default="on",
+        "--gc",
+        choices=("on", "freeze"),
+        default="on",
         help="'on' (default): Python's cyclic GC as in a plain server process; 'freeze': gc.freeze() the heap "
         "after setup, as a server could after startup, so full collections only scan objects made later",
     )
@@ -127,8 +129,14 @@ def _ensure_database(db: dict) -> None:
     import psycopg
     from psycopg import sql
 
-    params = {"host": db.get("HOST") or None, "port": db.get("PORT") or None, "user": db.get("USER") or None,
-              "password": db.get("PASSWORD") or None, "dbname": "postgres", "autocommit": True}
+    params = {
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "dbname": "postgres",
+        "autocommit": True,
+    }
     try:
         with psycopg.connect(**{k: v for k, v in params.items() if v is not None}) as conn:
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]).fetchone():
@@ -234,7 +242,7 @@ def load_data(*, users: int, rows: int) -> None:
 
         # 2. Drop secondary indexes; rebuilt in bulk below (much faster than maintaining them row by row).
         indexes = {t: _secondary_indexes(cur, t) for t in (task_t, note_t)}
-        for t, idx in indexes.items():
+        for idx in indexes.values():
             for name, _ in idx:
                 cur.execute(f'DROP INDEX "{name}"')
 
@@ -298,8 +306,7 @@ def load_data(*, users: int, rows: int) -> None:
             CROSS JOIN LATERAL (SELECT (%(area)s::text[])[1 + floor(b.r4 * cardinality(%(area)s::text[]))::int] AS w) ar
             ORDER BY b.g
             """,
-            {"plant": TASK_PLANT_RATE, "verbs": TASK_VERBS, "adj": TASK_ADJECTIVES, "noun": TASK_NOUNS,
-             "area": TASK_AREAS},
+            {"plant": TASK_PLANT_RATE, "verbs": TASK_VERBS, "adj": TASK_ADJECTIVES, "noun": TASK_NOUNS, "area": TASK_AREAS},
         )
 
         # 4. Notes: title + 2-4 sentences drawn from a table of generated sentences.
@@ -359,7 +366,7 @@ def load_data(*, users: int, rows: int) -> None:
         )
 
         # 5. Rebuild the indexes exactly as they were defined (migrations stay the source of truth).
-        for t, idx in indexes.items():
+        for idx in indexes.values():
             for name, ddl in idx:
                 step(f"index {name}", ddl)
 
@@ -397,8 +404,7 @@ def describe_data(acting) -> None:
         n, with_proj, plant = cur.fetchone()
         print(f"  {n:,} notes ({with_proj / n:.0%} in a project; '{PLANTED_NOTE_WORD}' in {plant / n:.2%})")
         cur.execute(
-            "SELECT relname, pg_size_pretty(pg_total_relation_size(oid)) FROM pg_class "
-            "WHERE relname IN (%s, %s) ORDER BY relname",
+            "SELECT relname, pg_size_pretty(pg_total_relation_size(oid)) FROM pg_class WHERE relname IN (%s, %s) ORDER BY relname",
             [Task._meta.db_table, Note._meta.db_table],
         )
         print("  table sizes (with indexes): " + ", ".join(f"{r} {s}" for r, s in cur.fetchall()))
@@ -471,16 +477,26 @@ def measure(label: str, call: Callable, *, repeat: int, warmup: int) -> Result:
                 page = call()
                 items = list(page.items)
                 for item in items:  # touch the select_related project, as a renderer would
-                    item.project
+                    _ = item.project
                 samples.append((time.perf_counter() - t) * 1000)
                 sql_samples.append(sum(sql_ms))
     finally:
         gc.callbacks.remove(on_gc)
     samples.sort()
     sql_samples.sort()
-    return Result(label, len(page.items), page.total, statistics.median(samples), percentile(samples, 0.99),
-                  samples[-1], sql, statistics.median(sql_samples), percentile(sql_samples, 0.99),
-                  len(full_gc), sum(full_gc))
+    return Result(
+        label,
+        len(page.items),
+        page.total,
+        statistics.median(samples),
+        percentile(samples, 0.99),
+        samples[-1],
+        sql,
+        statistics.median(sql_samples),
+        percentile(sql_samples, 0.99),
+        len(full_gc),
+        sum(full_gc),
+    )
 
 
 def explain(result: Result) -> None:
@@ -503,12 +519,15 @@ def run_queries(acting, *, repeat: int, warmup: int) -> list[Result]:
     queries = [
         ('tasks status="in_progress" limit=500', lambda: tasks_for_user(user=acting, status="in_progress", limit=500)),
         ('tasks status="all" limit=500', lambda: tasks_for_user(user=acting, status="all", limit=500)),
-        ('tasks status="todo" project_id=<project> limit=500',
-         lambda: tasks_for_user(user=acting, status="todo", project_id=project.id, limit=500)),
-        (f'tasks search="{PLANTED_TASK_WORD}" limit=500',
-         lambda: tasks_for_user(user=acting, search=PLANTED_TASK_WORD, limit=500)),
-        (f'notes search_term="{PLANTED_NOTE_WORD}" limit=200',
-         lambda: notes_for_user(user=acting, search_term=PLANTED_NOTE_WORD, limit=200)),
+        (
+            'tasks status="todo" project_id=<project> limit=500',
+            lambda: tasks_for_user(user=acting, status="todo", project_id=project.id, limit=500),
+        ),
+        (f'tasks search="{PLANTED_TASK_WORD}" limit=500', lambda: tasks_for_user(user=acting, search=PLANTED_TASK_WORD, limit=500)),
+        (
+            f'notes search_term="{PLANTED_NOTE_WORD}" limit=200',
+            lambda: notes_for_user(user=acting, search_term=PLANTED_NOTE_WORD, limit=200),
+        ),
         ("notes (no filter) limit=200", lambda: notes_for_user(user=acting, limit=200)),
     ]
     results = []

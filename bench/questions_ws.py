@@ -17,6 +17,7 @@ once; a number N paces them at N per second (open loop: client i answers at i/N 
 uses fresh conversations (a new card each). Bounded: every wait has a timeout (--wait) and the
 whole run is capped by --timeout. Exit status 1 when anything was lost or doubled.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,14 +26,13 @@ import json
 import os
 import re
 import resource
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from loadkit import ModelProcess, ServerProcess, clarion_env, cpu_seconds, free_port, percentile, rss_kib, thread_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION_ID = re.compile(r'class="question-pending" id="question-([0-9a-f-]{36})"')
@@ -43,84 +43,21 @@ PREFIX = "qb"  # every bench conversation's first message starts with "qb<round>
 # --- the server under test ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
-def cpu_seconds(pid: int, tid: int | None = None) -> float:
-    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
-    fields = Path(path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def thread_cpu(pid: int) -> dict[int, float]:
-    """CPU seconds of each of the server's threads (the main thread's id is the pid)."""
-    result = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            result[int(task.name)] = cpu_seconds(pid, int(task.name))
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return result
-
-
-class Server:
+class Server(ServerProcess):
     def __init__(self, *, database: str, model_url: str, profile: str | None, app: str) -> None:
-        self.port = free_port()
-        self.log_path = ROOT / ".data" / "bench-questions-daphne.log"
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "project.settings",
-            "SECRET_KEY": os.environ.get("SECRET_KEY", "bench-only"),
-            "DATABASE_NAME": database,
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-            "REDIS_URL": "",  # one process: the in-memory channel layer, as `manage.py up` runs
-            "LLM_BASE_URL": model_url,
-            "LLM_API_KEY": "sk-bench",
-            "LLM_MODEL": "fake-model",
-            "LLM_MAX_RETRIES": "0",
-            "LLM_TIMEOUT_SECONDS": "60",
-            "CLARIFICATION_ENABLED": "false",
-            "QUESTION_DETECTOR_ENABLED": "false",
-            "QUESTION_GUESSER_ENABLED": "false",
-            "LOG_LEVEL": "WARNING",
-        }
-        daphne = ["--verbosity", "0", "-b", "127.0.0.1", "-p", str(self.port), app]
+        port = free_port()
+        daphne = ["--verbosity", "0", "-b", "127.0.0.1", "-p", str(port), app]
         if profile:
             command = [sys.executable, __file__, "--serve-profiled", profile, *daphne]
         else:
             command = [sys.executable, "-m", "daphne", *daphne]
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"Daphne exited early ({self.proc.returncode}); see {self.log_path}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"Daphne did not listen within 60 s; see {self.log_path}")
-                time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)  # lets a profiled server write its stats
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.log.close()
+        super().__init__(
+            command=command,
+            env=clarion_env(database=database, model_url=model_url),
+            port=port,
+            log_path=ROOT / ".data" / "bench-questions-daphne.log",
+            name="Daphne",
+        )
 
 
 def serve_profiled(out: str, daphne_args: list[str]) -> None:
@@ -153,59 +90,6 @@ def serve_profiled(out: str, daphne_args: list[str]) -> None:
         for i in range(1, len(profilers)):
             merged.add(f"{out}.{i}")
         merged.dump_stats(out)
-
-
-# --- the fake model: per conversation, ask first, answer after the tool result -----------------
-
-
-def model_reply(body: dict):
-    from tests.fake_openai import Reply
-
-    tag = next(m for m in body["messages"] if m["role"] == "user")["content"].split(":", 1)[0]
-    last = body["messages"][-1]
-    if last["role"] == "tool":
-        result = json.loads(last["content"])
-        answers = result["answers"][0]["answers"] if "answers" in result else ["<tool error>"]
-        return Reply.text(f"Done {tag}: {', '.join(answers)}.")
-    question = {"question": "Which project should this go to?", "header": "Project",
-                "options": [{"label": "Atlas"}, {"label": "Harbor"}, {"label": "Home"}]}  # fmt: skip
-    return Reply.tool_call("ask_user", {"questions": [question]}, id=f"call-{tag}")
-
-
-class ModelProcess:
-    """The fake model in a process of its own, so the load generator's event loop (500 sockets)
-    and the model's HTTP threads do not share one GIL; `requests` counts what it served."""
-
-    def __init__(self) -> None:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("fork")
-        self.counter = ctx.Value("l", 0)
-        self._stop = ctx.Event()
-        urls = ctx.Queue()
-        self.proc = ctx.Process(target=self._serve, args=(urls,), daemon=True)
-        self.proc.start()
-        self.base_url = urls.get(timeout=30)
-
-    def _serve(self, urls) -> None:
-        from tests.fake_openai import FakeOpenAI
-
-        def reply(body):
-            with self.counter.get_lock():
-                self.counter.value += 1
-            return model_reply(body)
-
-        with FakeOpenAI(default=reply) as fake:
-            urls.put(fake.base_url)
-            self._stop.wait()
-
-    @property
-    def requests(self) -> int:
-        return self.counter.value
-
-    def stop(self) -> None:
-        self._stop.set()
-        self.proc.join(10)
 
 
 # --- the clients -------------------------------------------------------------------------------
@@ -294,11 +178,6 @@ async def run_client(client: Client, port: int, phase: dict, cookie_name: str) -
         await ws.close()
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 # --- setup through the ORM (in this process, on the bench database) ----------------------------
 
 
@@ -351,7 +230,14 @@ def database_sizes() -> dict:
             "FROM questions_pendingquestion q WHERE q.status = 'pending'"
         )
         pending, avg_row, q_total, g_total, groups, avg_group = cursor.fetchone()
-    return {"pending": pending, "avg_row": float(avg_row), "q_total": q_total, "g_total": g_total, "groups": groups, "avg_group": float(avg_group)}
+    return {
+        "pending": pending,
+        "avg_row": float(avg_row),
+        "q_total": q_total,
+        "g_total": g_total,
+        "groups": groups,
+        "avg_group": float(avg_group),
+    }
 
 
 def verify(clients: list[Client]) -> dict:
@@ -441,7 +327,7 @@ async def run_round(*, server: Server, fake, users, count: int, rate: float, rou
     row["other_threads"] = sum(1 for v in by_thread.values() if v > 0.05)
     await asyncio.sleep(1.0)  # a doubled continuation would arrive now
     phase["close_go"].set()
-    for client, task in zip(clients, tasks):
+    for client in clients:
         if not phase["done_events"][client.tag].is_set():
             phase["done_events"][client.tag].set()  # lost: stop waiting for it
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -451,7 +337,12 @@ async def run_round(*, server: Server, fake, users, count: int, rate: float, rou
         return [(getattr(c, attr) - c.answered_at) * 1000 for c in clients if c.answered_at and getattr(c, attr)]
 
     row["latency"] = ms("text_at")
-    row["stages"] = {"receipt": ms("receipt_at"), "stream started": ms("stream_at"), "final text": ms("text_at"), "saved reply": ms("saved_at")}
+    row["stages"] = {
+        "receipt": ms("receipt_at"),
+        "stream started": ms("stream_at"),
+        "final text": ms("text_at"),
+        "saved reply": ms("saved_at"),
+    }
     row["rss"] = rss
     row["model_requests"] = fake.requests - requests_before
     row["continuations_per_client"] = sorted({c.saved_frames for c in clients})
@@ -478,8 +369,9 @@ async def main(args, fake: ModelProcess) -> list[dict]:
         for i, spec in enumerate(args.rounds.split(","), start=1):
             rate = 0.0 if spec.strip() == "burst" else float(spec)
             rows.append(
-                await run_round(server=server, fake=fake, users=users, count=args.clients, rate=rate, round_no=i,
-                                args=args, measure_memory=(i == 1))  # fmt: skip
+                await run_round(
+                    server=server, fake=fake, users=users, count=args.clients, rate=rate, round_no=i, args=args, measure_memory=(i == 1)
+                )  # fmt: skip
             )
     finally:
         server.stop()
@@ -490,7 +382,9 @@ def report(rows: list[dict], args) -> bool:
     ok = True
     print(f"\nQuestions under load: {args.clients} websocket clients ({args.users} users × {args.clients // args.users} "
           f"conversations), fake model at zero delay, one Daphne process, 2 cores, loopback\n")  # fmt: skip
-    print("| round | answer → continuation p50 ms | p99 ms | max ms | p99 < 100 ms | answers/s | CPU s in the answer phase: server event loop / server ORM thread / clients |")
+    print(
+        "| round | answer → continuation p50 ms | p99 ms | max ms | p99 < 100 ms | answers/s | CPU s in the answer phase: server event loop / server ORM thread / clients |"
+    )
     print("| --- | ---: | ---: | ---: | --- | ---: | ---: |")
     for r in rows:
         lat = r["latency"] or [float("nan")]
@@ -513,13 +407,17 @@ def report(rows: list[dict], args) -> bool:
           f"{rss['connected'] / 1024:.1f} → {rss['pending'] / 1024:.1f} → {rss['answered'] / 1024:.1f} MiB |")  # fmt: skip
     print(f"| server RSS per pending question ((pending − connected) ÷ {n}) | {(rss['pending'] - rss['connected']) / n:.1f} KiB |")
     print(f"| server RSS per connected client ((connected − idle) ÷ {n}) | {(rss['connected'] - rss['idle']) / n:.1f} KiB |")
-    print(f"| Postgres: avg `pg_column_size` of a pending `questions_pendingquestion` row ({db['pending']} pending) | {db['avg_row']:.0f} B |")
+    print(
+        f"| Postgres: avg `pg_column_size` of a pending `questions_pendingquestion` row ({db['pending']} pending) | {db['avg_row']:.0f} B |"
+    )
     print(f"| Postgres: `pg_total_relation_size('questions_pendingquestion')` ÷ rows (heap + TOAST + 4 indexes) | "
           f"{db['q_total'] / 1024:.0f} KiB ÷ {db['pending']} = {db['q_total'] / max(1, db['pending']):.0f} B |")  # fmt: skip
     print(f"| Postgres: `questions_questiongroup` ÷ rows ({db['groups']} rows, avg row {db['avg_group']:.0f} B) | "
           f"{db['g_total'] / 1024:.0f} KiB = {db['g_total'] / max(1, db['groups']):.0f} B |")  # fmt: skip
     print("\nNone lost, none doubled:\n")
-    print("| round | answered questions | tool-result messages | final replies (right text) | model requests (2 per client) | continuation frames per client | lost: cards / continuations | error rows / client errors |")
+    print(
+        "| round | answered questions | tool-result messages | final replies (right text) | model requests (2 per client) | continuation frames per client | lost: cards / continuations | error rows / client errors |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
     for r in rows:
         c, n = r["counts"], r["clients"]
@@ -543,13 +441,15 @@ def parse_args():
     parser.add_argument("--clients", type=int, default=500)
     parser.add_argument("--users", type=int, default=50, help="clients are spread over these (≤ 10 pending questions each)")
     parser.add_argument("--rounds", default="burst,50,20,10", help="comma-separated: 'burst' or answers per second")
-    parser.add_argument("--ask-concurrency", type=int, default=25,
-                        help="messages in flight during the ask phase; 0 = all at once")
+    parser.add_argument("--ask-concurrency", type=int, default=25, help="messages in flight during the ask phase; 0 = all at once")
     parser.add_argument("--timeout", type=float, default=900, help="cap on the whole run, seconds")
     parser.add_argument("--wait", type=float, default=90, help="how long a phase waits for its last client, seconds")
     parser.add_argument("--profile", help="run the server under cProfile (every thread) and write its stats here")
-    parser.add_argument("--app", default="project.asgi:application",
-                        help="ASGI application the server runs (try a change without editing the app: a wrapper module on PYTHONPATH)")
+    parser.add_argument(
+        "--app",
+        default="project.asgi:application",
+        help="ASGI application the server runs (try a change without editing the app: a wrapper module on PYTHONPATH)",
+    )
     return parser.parse_args()
 
 
