@@ -4,6 +4,7 @@ The README marks each with an HTML comment (`<!-- run-command -->`, `<!-- test-c
 right above its fenced code block; CI and the docs check call the command from there, so the
 README can never drift from what is actually run.
 """
+
 import re
 import sys
 from pathlib import Path

@@ -1,23 +1,35 @@
 from django.contrib import admin
+from django.db.models import Count
+from django.template.loader import render_to_string
 
 from chat.models import Conversation, Message
 
 
-class MessageInline(admin.TabularInline):
-    model = Message
-    extra = 0
-    fields = ["role", "content", "tool_name", "tool_calls", "created_at"]
-    readonly_fields = fields
-    can_delete = False
-
-
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
-    list_display = ["title", "owner", "created_at", "updated_at"]
-    search_fields = ["title", "owner__username"]
+    """A conversation reads as its transcript: who said what, when, and what the agent looked up."""
+
+    list_display = ["title", "owner", "message_count", "created_at", "updated_at"]
+    search_fields = ["title", "owner__username", "messages__content"]
     list_select_related = ["owner"]
     raw_id_fields = ["owner"]
-    inlines = [MessageInline]
+    fields = ["title", "owner", "created_at", "updated_at", "transcript"]
+    readonly_fields = ["owner", "created_at", "updated_at", "transcript"]
+
+    class Media:
+        css = {"all": ["css/admin_transcript.css"]}
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(message_total=Count("messages"))
+
+    @admin.display(description="messages", ordering="message_total")
+    def message_count(self, obj: Conversation) -> int:
+        return obj.message_total
+
+    @admin.display(description="transcript")
+    def transcript(self, obj: Conversation) -> str:
+        messages = list(obj.messages.order_by("created_at", "id"))
+        return render_to_string("chat/admin_transcript.html", {"messages": messages})
 
 
 @admin.register(Message)

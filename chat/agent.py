@@ -3,45 +3,61 @@
 A turn is started by whichever worker received the message; a Postgres advisory lock keeps it to
 one turn per conversation across workers. Tokens go to the conversation's channel-layer group,
 so every open tab sees them. A failure ends the turn with a visible, retryable error message.
+
+The shape of a turn, in the order it runs:
+
+1. `selectors.turn_context` loads everything the turn reads, once, frozen — in the same thread
+   hop as the check that a turn is due.
+2. The typing indicator goes out at once — before anything that may wait on a model.
+3. `_clarify`: a fresh, ambiguous request becomes a clarification card and the turn ends.
+4. `_ModelLoop`: call the model, stream its reply, run its tool calls, repeat (bounded).
+5. `_detect_question`: a final reply that asks the person something becomes a card.
+
+Auxiliary model calls (clarification, detector, guesser) get a short budget of their own
+(`LLM_AUX_TIMEOUT_SECONDS`) and fail to "nothing to add", so a hung model costs the person one
+call budget, not three.
 """
+
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
 import uuid
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, TypeVar
 
 import psycopg
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.conf import settings
 
-from chat import answering, background, deadlines, rendering, selectors, services, tools
+from chat import background, deadlines, publishing, rendering, selectors, services, stopping, tools
 from chat.locks import conversation_turn_lock
-from chat.models import Conversation, Message
-from chat.prompts import system_prompt
-from knowledge.models import AIConfig
-from knowledge.selectors import get_ai_config
-from llm.metrics import LLM_CALL_SECONDS
+from chat.selectors import TurnContext, as_chat_message
 from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
+from llm.logs import begin_turn
+from llm.metrics import LLM_CALL_SECONDS
 from questions import clarification, detector, guesser
 from questions import selectors as question_selectors
 from questions import services as questions
 from questions.models import QuestionGroup
 from questions.schemas import OptionSpec, QuestionSpec
-from workspace.selectors import Snapshot, snapshot_for_user
 
 log = logging.getLogger("clarion.agent")
+T = TypeVar("T")
 
 # Streamed text is pushed at most this often: one frame per token would flood slow tabs.
-STREAM_FLUSH_SECONDS = 0.05
+STREAM_FLUSH_SECONDS = 0.08
 # A turn lock that is free again is re-checked this many times for messages that raced in.
 MAX_LOCK_ROUNDS = 3
 # Turns run back to back under one lock while new messages keep arriving; bounded all the same.
 MAX_TURNS_PER_LOCK = 10
+# Rounds in a row in which every tool call's arguments were unreadable before the turn gives up:
+# the model had its chance to correct itself; more calls would only repeat the garble.
+MAX_MALFORMED_ROUNDS = 2
+
+INTERNAL_ERROR = "Something went wrong on Clarion's side while answering. Try again."
+
 
 def start_turn(conversation_id: uuid.UUID) -> asyncio.Task:
     """Run any pending turn of the conversation in the background of this process's event loop."""
@@ -65,13 +81,16 @@ async def run_pending_turns(conversation_id: uuid.UUID) -> None:
 
 async def _fail_without_turn(conversation_id: uuid.UUID, text: str) -> None:
     try:
-        error = await database_sync_to_async(services.record_unanswered_error)(conversation_id=conversation_id, text=text)
+        html = await database_sync_to_async(_record_unanswered)(conversation_id, text)
     except Exception:
         log.exception("could not record the failed turn for %s", conversation_id)
         return
-    if error is not None:
-        html = await database_sync_to_async(rendering.message_appended)(error)
-        await get_channel_layer().group_send(Conversation(pk=conversation_id).group_name, {"type": "broadcast.html", "html": html})
+    await publishing.send(publishing.group_name(conversation_id), html)
+
+
+def _record_unanswered(conversation_id: uuid.UUID, text: str) -> str:
+    error = services.record_unanswered_error(conversation_id=conversation_id, text=text)
+    return "" if error is None else rendering.message_appended(error)
 
 
 async def _run_pending_turns(conversation_id: uuid.UUID) -> None:
@@ -80,253 +99,329 @@ async def _run_pending_turns(conversation_id: uuid.UUID) -> None:
             if not acquired:
                 return  # the turn holding the lock re-checks for new messages before it lets go
             for _ in range(MAX_TURNS_PER_LOCK):
-                if not await database_sync_to_async(services.needs_reply)(conversation_id=conversation_id):
+                try:
+                    ctx = await database_sync_to_async(_next_turn)(conversation_id)
+                except Exception:  # even a turn that cannot load ends visibly
+                    log.exception("turn could not load", extra={"conversation": str(conversation_id)})
+                    await _fail_without_turn(conversation_id, INTERNAL_ERROR)
                     break
-                await Turn(conversation_id).run()
+                if ctx is None:
+                    break
+                await run_turn(ctx)
         if not await database_sync_to_async(services.needs_reply)(conversation_id=conversation_id):
             return
 
 
-class Turn:
-    def __init__(self, conversation_id: uuid.UUID, *, client: LLMClient | None = None):
-        self.conversation_id = conversation_id
-        self.client = client or client_from_settings()
-        self.layer = get_channel_layer()
+def _next_turn(conversation_id: uuid.UUID) -> TurnContext | None:
+    """Whether a turn is due and, if so, everything it reads: one thread hop."""
+    if not services.needs_reply(conversation_id=conversation_id):
+        return None
+    return selectors.turn_context(conversation_id=conversation_id, history_limit=settings.AGENT_HISTORY_MESSAGES)
+
+
+async def run_turn(ctx: TurnContext, *, client: LLMClient | None = None) -> None:
+    """One turn for the conversation's newest unanswered request. Never raises: any failure ends
+    the turn with a visible, retryable error."""
+    begin_turn(conversation_id=ctx.conversation_id)  # every log line of this turn carries its turn_id
+    client = client or client_from_settings()
+    out = _TurnOutput(ctx)
+    try:
+        await out.start_stream()  # at once: whatever waits on a model from here on, the person sees it working
+        if await _clarify(ctx, client=client, out=out):
+            return
+        await _ModelLoop(ctx, client=client, out=out).run()
+    except Exception:  # a bug must still end the turn visibly, never hang it
+        log.exception("turn failed", extra={"conversation": str(ctx.conversation_id)})
+        await out.fail(INTERNAL_ERROR, {"kind": "internal"})
+
+
+class _TurnOutput:
+    """What a turn shows: one stream placeholder at a time, messages, cards, its error."""
+
+    def __init__(self, ctx: TurnContext):
+        self.ctx = ctx
+        self.stream_id: str | None = None
+
+    async def send(self, html: str) -> None:
+        await publishing.send(self.ctx.group_name, html)
+
+    async def start_stream(self) -> str:
+        if self.stream_id is None:
+            self.stream_id = uuid.uuid4().hex[:12]
+            await self.send(rendering.stream_started(self.stream_id))
+        return self.stream_id
+
+    async def finish_stream(self, html_for: "callable") -> None:
+        """The placeholder becomes `html_for(stream_id)` (the saved message, or nothing)."""
+        stream_id, self.stream_id = self.stream_id, None
+        if stream_id is not None:
+            await self.send(html_for(stream_id))
+
+    async def fail(self, text: str, detail: dict) -> None:
+        error = await database_sync_to_async(services.record_turn_error)(
+            conversation_id=self.ctx.conversation_id, in_reply_to_id=self.ctx.request_id, text=text, detail=detail
+        )
+        if self.stream_id is not None:
+            await self.finish_stream(lambda sid: rendering.stream_finished(sid, error))
+        else:
+            await self.send(rendering.message_appended(error))
+
+
+async def _auxiliary(call: Awaitable[T], *, purpose: str) -> T | None:
+    """An auxiliary model call under its own short budget; None when it runs out."""
+    try:
+        async with asyncio.timeout(settings.LLM_AUX_TIMEOUT_SECONDS):
+            return await call
+    except TimeoutError:
+        log.warning("%s gave up after %.1f s; continuing without it", purpose, settings.LLM_AUX_TIMEOUT_SECONDS)
+        LLM_CALL_SECONDS.labels(purpose=purpose, outcome="timeout").observe(settings.LLM_AUX_TIMEOUT_SECONDS)
+        return None
+
+
+# --- asking instead of guessing --------------------------------------------------------------
+
+
+async def _clarify(ctx: TurnContext, *, client: LLMClient, out: _TurnOutput) -> bool:
+    """A fresh request below the confidence threshold is asked about first; the turn ends."""
+    if not settings.CLARIFICATION_ENABLED or ctx.clarification_rounds is None:
+        return False
+    if ctx.clarification_rounds >= clarification.MAX_ROUNDS:
+        return False
+    analysis = await _auxiliary(
+        clarification.analyze(
+            client=client, request=ctx.request_text, context=ctx.context_text, projects=list(ctx.projects),
+            threshold=ctx.clarification_threshold, prompt_template=ctx.clarification_prompt,
+        ),
+        purpose="clarification",
+    )  # fmt: skip
+    if analysis is None or not clarification.needs_clarification(analysis, threshold=ctx.clarification_threshold):
+        return False
+    specs = [
+        QuestionSpec(
+            question=q.question, header=q.header, allow_custom=q.allow_freeform, multi_select=q.multi_select,
+            options=[OptionSpec(label=o.label, description=o.description) for o in q.options],
+        )
+        for q in analysis.questions
+    ]  # fmt: skip
+    extras = [[{"key": o.key, "maps_to": o.maps_to, "replaces_request": o.replaces_request} for o in q.options] for q in analysis.questions]
+    payload = {
+        "request_message_id": ctx.request_id,
+        "request_root_id": ctx.clarification_root_id,
+        "in_reply_to_id": ctx.request_id,
+        "analysis": analysis.model_dump(exclude={"questions"}),
+        "round": ctx.clarification_rounds + 1,
+    }
+    group = await _ask(
+        ctx, client=client, out=out, kind=QuestionGroup.Kind.CLARIFY, specs=specs, complexity=analysis.complexity,
+        payload=payload, option_extras=extras,
+    )  # fmt: skip
+    return group is not None
+
+
+async def _detect_question(ctx: TurnContext, *, client: LLMClient, out: _TurnOutput, reply: str) -> None:
+    """A final reply that ends by asking the person something becomes a card."""
+    if not settings.QUESTION_DETECTOR_ENABLED or not detector.asks_something(reply):
+        return
+    found = await _auxiliary(detector.detect(client=client, reply=reply), purpose="detector")
+    if not found:
+        return
+    specs = [QuestionSpec(question=q.question[:500], options=[OptionSpec(label=o[:200]) for o in q.options]) for q in found]
+    complexity = max((q.complexity for q in found), key=["low", "medium", "high"].index)
+    await _ask(ctx, client=client, out=out, kind=QuestionGroup.Kind.DETECTED, specs=specs, complexity=complexity,
+               payload={"in_reply_to_id": ctx.request_id})  # fmt: skip
+
+
+async def _ask(
+    ctx: TurnContext,
+    *,
+    client: LLMClient,
+    out: _TurnOutput,
+    kind: str,
+    specs: list[QuestionSpec],
+    complexity: str,
+    payload: dict,
+    option_extras: list[list[dict]] | None = None,
+) -> QuestionGroup | None:
+    try:
+        group = await database_sync_to_async(questions.ask)(
+            user=ctx.owner, conversation_id=ctx.conversation_id, kind=kind, specs=specs, complexity=complexity,
+            payload=payload, option_extras=option_extras, timeouts=ctx.timeouts,
+        )  # fmt: skip
+    except questions.AskRejected as exc:
+        log.info("not asking: %s", exc)
+        return None
+    await out.finish_stream(rendering.stream_discarded)  # the card takes the typing indicator's place
+    await _show(ctx, client=client, out=out, group=group)
+    return group
+
+
+async def _show(ctx: TurnContext, *, client: LLMClient, out: _TurnOutput, group: QuestionGroup) -> None:
+    """Publish a new card, arm its deadline, and let the guesser rank its options meanwhile."""
+    html, first = await database_sync_to_async(_render_new_group)(group.pk)
+    await out.send(html)
+    if first is not None:
+        deadlines.schedule(first.pk, first.deadline)
+    if group.kind != QuestionGroup.Kind.CONFIRM and settings.QUESTION_GUESSER_ENABLED:
+        background.spawn(guess_in_background(group.pk, client=client, context=ctx.context_text))
+
+
+def _render_new_group(group_id: uuid.UUID):
+    group = question_selectors.group_by_id(group_id=group_id)
+    questions_ = question_selectors.group_questions(group)
+    return rendering.question_group_appended(group), (questions_[0] if questions_ else None)
+
+
+async def guess_in_background(group_id: uuid.UUID, *, client: LLMClient, context: str) -> None:
+    """Rank every pending question's options at once; the hints swap into every tab when ready."""
+    pending = await database_sync_to_async(
+        lambda: [q for q in question_selectors.group_questions(question_selectors.group_by_id(group_id=group_id)) if q.is_pending]
+    )()
+    rankings = await asyncio.gather(
+        *(
+            _auxiliary(guesser.rank_options(client=client, question=q.question, options=q.options, context=context), purpose="guesser")
+            for q in pending
+        )
+    )
+    ranked = [(q.pk, ranking) for q, ranking in zip(pending, rankings, strict=True) if ranking]
+    if not ranked:
+        return
+    await database_sync_to_async(questions.record_guesses)(rankings=ranked)
+    await publishing.publish_group(group_id)
+
+
+# --- the model loop --------------------------------------------------------------------------
+
+
+class _ModelLoop:
+    """Call the model, stream, run tools, repeat — at most AGENT_MAX_LLM_CALLS calls."""
+
+    def __init__(self, ctx: TurnContext, *, client: LLMClient, out: _TurnOutput):
+        self.ctx, self.client, self.out = ctx, client, out
+        self.messages: list[ChatMessage] = list(ctx.messages)
+        # The newest tool result's sources: a final reply that cites [n] links them.
+        self.citations: tuple[dict, ...] = ()
 
     async def run(self) -> None:
-        try:
-            loaded = await database_sync_to_async(self._load)()
-        except Exception:  # even a turn that cannot load ends visibly
-            log.exception("turn could not load", extra={"conversation": str(self.conversation_id)})
-            await _fail_without_turn(self.conversation_id, "Something went wrong on Clarion's side while answering. Try again.")
-            return
-        conversation, messages, self.request, snapshot, self.continuing, config = loaded
-        self.conversation, self.reply_to = conversation, self.request.pk
-        self.timeouts = questions.QuestionTimeouts(
-            low=config.question_timeout_low_seconds,
-            medium=config.question_timeout_medium_seconds,
-            high=config.question_timeout_high_seconds,
-            ask=config.ask_timeout_seconds,
-        )
-        self.threshold = config.clarification_threshold
-        self.citations: list[dict] = []
-        self.context = _context_text(messages, snapshot)
-        self.projects = [p.project.name for p in snapshot.projects if not p.project.archived]
-        try:
-            if await self._clarify():
-                return
-            await self._loop(messages)
-        except Exception:  # a bug must still end the turn visibly, never hang it
-            log.exception("turn failed", extra={"conversation": str(self.conversation_id)})
-            await self._fail("Something went wrong on Clarion's side while answering. Try again.", {"kind": "internal"})
-
-    def _load(self) -> tuple[Conversation, list[ChatMessage], Message, Snapshot, bool, AIConfig]:
-        conversation = Conversation.objects.select_related("owner").get(pk=self.conversation_id)
-        history = selectors.history_for_model(conversation=conversation, limit=settings.AGENT_HISTORY_MESSAGES)
-        request = max((m for m in history if m.role == Message.Role.USER), key=lambda m: m.pk)
-        snapshot = snapshot_for_user(user=conversation.owner)
-        system = ChatMessage(role="system", content=system_prompt(snapshot))
-        # Rows already answering the request: this turn continues it (after an answer, a crash).
-        continuing = any(m.in_reply_to_id == request.pk for m in history)
-        return conversation, [system, *(_as_chat_message(m) for m in history)], request, snapshot, continuing, get_ai_config()
-
-    # --- asking instead of guessing --------------------------------------------------------
-
-    async def _clarify(self) -> bool:
-        """Seed 002: analyse a fresh request; below the threshold, ask and end the turn."""
-        meta = self.request.metadata or {}
-        if not settings.CLARIFICATION_ENABLED or meta.get("answer_to") or meta.get("skipped") or self.continuing:
-            return False
-        root_id = meta.get("clarification_of") or self.request.pk
-        rounds = await database_sync_to_async(question_selectors.clarification_rounds)(
-            conversation_id=self.conversation_id, since_message_id=root_id
-        )
-        if rounds >= clarification.MAX_ROUNDS:
-            return False
-        analysis = await clarification.analyze(
-            client=self.client, request=self.request.content, context=self.context, projects=self.projects,
-            threshold=self.threshold,
-        )  # fmt: skip
-        if not clarification.needs_clarification(analysis, threshold=self.threshold):
-            return False
-        specs = [
-            QuestionSpec(
-                question=q.question, header=q.header, allow_custom=q.allow_freeform, multi_select=q.multi_select,
-                options=[OptionSpec(label=o.label, description=o.description) for o in q.options],
-            )
-            for q in analysis.questions
-        ]  # fmt: skip
-        extras = [[{"key": o.key, "maps_to": o.maps_to, "replaces_request": o.replaces_request} for o in q.options] for q in analysis.questions]
-        group = await self._ask(
-            kind=QuestionGroup.Kind.CLARIFY, specs=specs, option_extras=extras, complexity=analysis.complexity,
-            payload={"request_message_id": self.request.pk, "request_root_id": root_id, "in_reply_to_id": self.reply_to,
-                     "analysis": analysis.model_dump(exclude={"questions"}), "round": rounds + 1},
-        )  # fmt: skip
-        return group is not None
-
-    async def _detect_question(self, reply: str) -> None:
-        """Seed 001: a reply that ends by asking the person something becomes a card."""
-        if not settings.QUESTION_DETECTOR_ENABLED or not detector.asks_something(reply):
-            return
-        found = await detector.detect(client=self.client, reply=reply)
-        if not found:
-            return
-        specs = [QuestionSpec(question=q.question[:500], options=[OptionSpec(label=o[:200]) for o in q.options]) for q in found]
-        complexity = max((q.complexity for q in found), key=["low", "medium", "high"].index)
-        await self._ask(kind=QuestionGroup.Kind.DETECTED, specs=specs, complexity=complexity, payload={"in_reply_to_id": self.reply_to})
-
-    async def _ask(self, **kwargs) -> QuestionGroup | None:
-        try:
-            group = await database_sync_to_async(questions.ask)(
-                user=self.conversation.owner, conversation_id=self.conversation_id, timeouts=self.timeouts, **kwargs
-            )
-        except questions.AskRejected as exc:
-            log.info("not asking: %s", exc)
-            return None
-        await self._show(group)
-        return group
-
-    async def _show(self, group: QuestionGroup) -> None:
-        """Publish a new card, arm its deadline, and let the guesser rank its options meanwhile."""
-        html, first = await database_sync_to_async(_render_new_group)(group.pk)
-        await self._publish(html)
-        if first is not None:
-            deadlines.schedule(first.pk, first.deadline)
-        if group.kind != QuestionGroup.Kind.CONFIRM and settings.QUESTION_GUESSER_ENABLED:
-            background.spawn(guess_in_background(group.pk, client=self.client, context=self.context))
-
-    async def _loop(self, messages: list[ChatMessage]) -> None:
         specs = tools.tool_specs()
-        for call_number in range(1, settings.AGENT_MAX_LLM_CALLS + 1):
-            stream_id = uuid.uuid4().hex[:12]
-            await self._publish(rendering.stream_started(stream_id))
-            started = time.perf_counter()
-            try:
-                completion = await self._stream(stream_id, self.client.stream(messages, tools=specs))
-            except LLMError as exc:
-                LLM_CALL_SECONDS.labels(purpose="chat", outcome=exc.kind).observe(time.perf_counter() - started)
-                await self._fail(exc.user_message, {"kind": exc.kind, "status": exc.status, "attempts": exc.attempts}, stream_id)
+        malformed_rounds = 0
+        for _ in range(settings.AGENT_MAX_LLM_CALLS):
+            await self.out.start_stream()
+            completion = await self._call(specs)
+            if completion is None:
                 return
-            LLM_CALL_SECONDS.labels(purpose="chat", outcome="ok").observe(time.perf_counter() - started)
-            metadata = _call_metadata(self.client, completion, time.perf_counter() - started)
-            if not completion.tool_calls and self.citations:
-                metadata["citations"] = _cited(completion.content, self.citations)
-            calls = [c.model_dump() for c in completion.tool_calls]
             assistant = await database_sync_to_async(services.save_assistant_message)(
-                conversation=self.conversation, in_reply_to_id=self.reply_to, content=completion.content, tool_calls=calls, metadata=metadata
-            )
-            await self._publish(rendering.stream_finished(stream_id, assistant))
-            messages.append(_as_chat_message(assistant))
+                conversation_id=self.ctx.conversation_id, in_reply_to_id=self.ctx.request_id, content=completion.content,
+                tool_calls=[c.model_dump() for c in completion.tool_calls], metadata=self._metadata(completion),
+            )  # fmt: skip
+            await self.out.finish_stream(lambda sid, saved=assistant: rendering.stream_finished(sid, saved))
+            self.messages.append(as_chat_message(assistant))
             if not completion.tool_calls:
-                await self._detect_question(completion.content)
+                await _detect_question(self.ctx, client=self.client, out=self.out, reply=completion.content)
                 return
-            waiting = False
-            for call in completion.tool_calls:
-                outcome, result = await self._run_tool(call)
-                if outcome.waiting_on is not None:
-                    waiting = True
-                    await self._show(outcome.waiting_on)
-                else:
-                    messages.append(_as_chat_message(result))
+            outcomes = await self._run_tools(completion.tool_calls)
+            waiting = [o.waiting_on for o in outcomes if o.waiting_on is not None]
+            for group in waiting:
+                await _show(self.ctx, client=self.client, out=self.out, group=group)
             if waiting:
                 return  # the turn ends here; the answers start the next one
-        await self._fail(
+            malformed_rounds = malformed_rounds + 1 if all(o.malformed for o in outcomes) else 0
+            if malformed_rounds >= MAX_MALFORMED_ROUNDS:
+                names = ", ".join(sorted({c.name for c in completion.tool_calls}))
+                await self.out.fail(
+                    f"The model kept sending tool calls ({names}) whose arguments could not be read, so I stopped. "
+                    "Nothing was changed. Retry to ask it again; if it keeps happening, the model may not support tool calls well.",
+                    {"kind": "malformed_tool_calls", "rounds": malformed_rounds},
+                )  # fmt: skip
+                return
+        await self.out.fail(
             f"I stopped after {settings.AGENT_MAX_LLM_CALLS} model calls without reaching an answer. "
             "Try again, or ask a narrower question.",
             {"kind": "call_limit"},
         )
 
-    async def _stream(self, stream_id: str, events: AsyncIterator) -> Completion:
-        pending, last_flush = "", time.monotonic()
+    async def _call(self, specs) -> Completion | None:
+        started = time.perf_counter()
+        try:
+            completion = await self._stream(self.client.stream(self.messages, tools=specs))
+        except LLMError as exc:
+            LLM_CALL_SECONDS.labels(purpose="chat", outcome=exc.kind).observe(time.perf_counter() - started)
+            await self.out.fail(exc.user_message, {"kind": exc.kind, "status": exc.status, "attempts": exc.attempts})
+            return None
+        except stopping.TurnStopped as stopped:  # "Stop generating": keep the partial reply, end the turn
+            kept = await database_sync_to_async(services.save_assistant_message)(
+                conversation_id=self.ctx.conversation_id, in_reply_to_id=self.ctx.request_id, content=stopped.partial,
+                tool_calls=[], metadata={"engine": self.client.name, "stopped": True},
+            )  # fmt: skip
+            await self.out.finish_stream(lambda sid: rendering.stream_finished(sid, kept))
+            return None
+        seconds = time.perf_counter() - started
+        LLM_CALL_SECONDS.labels(purpose="chat", outcome="ok").observe(seconds)
+        completion.seconds = seconds
+        return completion
+
+    def _metadata(self, completion: Completion) -> dict:
+        metadata = {
+            "engine": self.client.name,
+            "model": completion.model,
+            "usage": completion.usage.model_dump(),
+            "attempts": completion.attempts,
+            "seconds": round(completion.seconds, 4),
+        }
+        if not completion.tool_calls and self.citations:
+            metadata["citations"] = _cited(completion.content, self.citations)
+        return metadata
+
+    async def _stream(self, events: AsyncIterator) -> Completion:
+        # Each flush sends the whole text so far, rendered as Markdown: what the reader sees while
+        # it streams is what the saved reply will look like.
+        stream_id = self.out.stream_id
+        text, flushed, last_flush = "", 0, time.monotonic()
+        stop = stopping.StopWatch(self.ctx.conversation_id)
         async for event in events:
             if isinstance(event, TextDelta):
-                pending += event.text
+                text += event.text
                 if time.monotonic() - last_flush >= STREAM_FLUSH_SECONDS:
-                    await self._publish(rendering.stream_delta(stream_id, pending))
-                    pending, last_flush = "", time.monotonic()
+                    await self.out.send(rendering.stream_delta(stream_id, text))
+                    flushed, last_flush = len(text), time.monotonic()
             elif isinstance(event, StreamRestart):
-                pending = ""
-                await self._publish(rendering.stream_reset(stream_id))
+                text, flushed = "", 0
+                await self.out.send(rendering.stream_reset(stream_id))
             elif isinstance(event, StreamDone):
-                if pending:
-                    await self._publish(rendering.stream_delta(stream_id, pending))
+                if len(text) != flushed:
+                    await self.out.send(rendering.stream_delta(stream_id, text))
                 return event.completion
+            await stop.raise_if_requested(events, text)
         raise LLMError("stream_interrupted", "The model's answer ended before it was complete.")
 
-    async def _run_tool(self, call: ToolCall) -> tuple[tools.ToolOutcome, Message | None]:
-        ctx = tools.ToolContext(
-            user=self.conversation.owner,
-            conversation_id=self.conversation_id,
-            tool_call_id=call.id,
-            in_reply_to_id=self.reply_to,
-            timeouts=self.timeouts,
-        )
-        outcome = await tools.execute(ctx=ctx, call=call)
-        if outcome.waiting_on is not None:
-            return outcome, None  # its result is the person's answer, recorded when it comes
-        if call.name == "search_knowledge_base" and not outcome.is_error:
-            self.citations = json.loads(outcome.content).get("citations", [])
-        result = await database_sync_to_async(services.save_tool_result)(
-            conversation=self.conversation, in_reply_to_id=self.reply_to, tool_call_id=call.id, tool_name=call.name,
-            content=outcome.content, is_error=outcome.is_error,
-        )  # fmt: skip
-        return outcome, result
-
-    async def _fail(self, text: str, detail: dict, stream_id: str | None = None) -> None:
-        error = await database_sync_to_async(services.record_turn_error)(
-            conversation=self.conversation, in_reply_to_id=self.reply_to, text=text, detail=detail
-        )
-        await self._publish(rendering.stream_finished(stream_id, error) if stream_id else rendering.message_appended(error))
-
-    async def _publish(self, html: str) -> None:
-        await self.layer.group_send(self.conversation.group_name, {"type": "broadcast.html", "html": html})
-
-
-def _as_chat_message(message: Message) -> ChatMessage:
-    if message.role == Message.Role.TOOL:
-        return ChatMessage(role="tool", content=message.content, tool_call_id=message.tool_call_id, name=message.tool_name)
-    if message.role == Message.Role.ASSISTANT:
-        return ChatMessage(role="assistant", content=message.content or None, tool_calls=[ToolCall(**c) for c in message.tool_calls])
-    return ChatMessage(role="user", content=message.content)
+    async def _run_tools(self, calls: list[ToolCall]) -> list[tools.ToolOutcome]:
+        outcomes = []
+        for call in calls:
+            ctx = tools.ToolContext(
+                user=self.ctx.owner,
+                conversation_id=self.ctx.conversation_id,
+                tool_call_id=call.id,
+                in_reply_to_id=self.ctx.request_id,
+                timeouts=self.ctx.timeouts,
+            )
+            outcomes.append(await tools.execute(ctx=ctx, call=call))
+        # Results (not the waiting ones: their result is the person's answer) in one hop.
+        results = [
+            services.ToolResult(tool_call_id=call.id, tool_name=call.name, content=o.content, is_error=o.is_error, malformed=o.malformed)
+            for call, o in zip(calls, outcomes, strict=True)
+            if o.waiting_on is None
+        ]
+        if results:
+            saved = await database_sync_to_async(services.save_tool_results)(
+                conversation_id=self.ctx.conversation_id, in_reply_to_id=self.ctx.request_id, results=results
+            )
+            self.messages.extend(as_chat_message(m) for m in saved)
+        for outcome in outcomes:
+            if outcome.citations:
+                self.citations = outcome.citations
+        return outcomes
 
 
-def _call_metadata(client: LLMClient, completion: Completion, seconds: float) -> dict:
-    return {
-        "engine": client.name,
-        "model": completion.model,
-        "usage": completion.usage.model_dump(),
-        "attempts": completion.attempts,
-        "seconds": round(seconds, 4),
-    }
-
-
-
-def _cited(reply: str, citations: list[dict]) -> list[dict]:
+def _cited(reply: str, citations: tuple[dict, ...]) -> list[dict]:
     """The sources the reply cites with [n]; all of them when it uses no markers at all."""
     used = {int(n) for n in re.findall(r"\[(\d+)\]", reply)}
-    return [c for c in citations if c["n"] in used] or citations
-
-
-def _render_new_group(group_id):
-    group = QuestionGroup.objects.get(pk=group_id)
-    questions_ = question_selectors.group_questions(group)
-    return rendering.question_group_appended(group), (questions_[0] if questions_ else None)
-
-
-def _context_text(messages: list[ChatMessage], snapshot: Snapshot) -> str:
-    """What the guesser and the clarifier read: the recent conversation and the workspace's names."""
-    recent = [f"{m.role}: {m.content}" for m in messages[1:] if m.content and m.role in ("user", "assistant")][-10:]
-    projects = ", ".join(p.project.name for p in snapshot.projects)
-    tasks = "; ".join(t.title for t in [*snapshot.in_progress, *snapshot.todo])
-    return "\n".join([*recent, f"projects: {projects}", f"open tasks: {tasks}"])
-
-
-async def guess_in_background(group_id, *, client: LLMClient, context: str) -> None:
-    """Rank each pending question's options; the hints swap into every tab when ready."""
-    group_questions = await database_sync_to_async(lambda: question_selectors.group_questions(QuestionGroup.objects.get(pk=group_id)))()
-    for question in group_questions:
-        if not question.is_pending:
-            continue
-        ranking = await guesser.rank_options(client=client, question=question.question, options=question.options, context=context)
-        await database_sync_to_async(questions.record_guess)(question_id=question.pk, ranking=ranking)
-    await answering.publish_group(group_id)
+    return [c for c in citations if c["n"] in used] or list(citations)

@@ -1,29 +1,40 @@
 """From a person's answer (or a deadline) to the next turn — exactly once.
 
 Every way in — an HTMX POST, a websocket frame, text typed in the chat box, a timer, the sweep
-— ends here. The resolution and what it produces (the tool result the model receives, the
-operations a confirmation applies, the enhanced request of a clarification) commit in one
-transaction, and only the resolver that completed the group starts the continuation.
+— ends here, in two halves:
+
+1. In one thread hop, one transaction (`_resolve`): `questions.services` resolves the question,
+   and when that completed its group, `record_group_outcome` records what the answer means (the
+   tool result the model receives, the operations a confirmation applies, the enhanced request
+   of a clarification). After the commit, the same hop renders what every tab should now show.
+2. After commit (`_after_commit`): broadcast those partials, arm the next question's timer, and
+   — only for the resolver that completed the group — start the next turn.
+
+Nothing in the transaction broadcasts or starts work, so a rolled-back resolution shows nothing.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import json
 import logging
+from dataclasses import dataclass
+from typing import Callable
 
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.db import transaction
 from django.utils import timezone
 
-from chat import deadlines, rendering, services
-from chat.models import Conversation, Message
+from chat import agent, deadlines, publishing, rendering, services
+from chat.models import Message
+from project.errors import Rejected
 from questions import metrics as question_metrics
 from questions import selectors as question_selectors
 from questions import services as questions
+from questions.clarification import enhance
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput
-from questions.shorthand import ShorthandError, Slot, looks_like_shorthand, parse
+from questions.shorthand import ShorthandError, Slot, answers_the_card, label_index, looks_like_shorthand, parse
 from workspace import operations
 
 log = logging.getLogger("clarion.questions")
@@ -37,7 +48,7 @@ APPLY = 0
 def record_group_outcome(group: QuestionGroup) -> Message | None:
     """Called inside the transaction that completed the group (exactly once per group).
     Returns the user-role message it wrote on the person's behalf, if any (to show it)."""
-    group.refresh_from_db()
+    group.refresh_from_db()  # completed_at was set by the resolution in this transaction
     if group.kind == QuestionGroup.Kind.ASK:
         _tool_result(group, question_selectors.answers_for_model(group))
     elif group.kind == QuestionGroup.Kind.CONFIRM:
@@ -51,7 +62,7 @@ def record_group_outcome(group: QuestionGroup) -> Message | None:
 
 def _tool_result(group: QuestionGroup, result: dict) -> None:
     services.save_tool_result(
-        conversation=group.conversation,
+        conversation_id=group.conversation_id,
         in_reply_to_id=group.payload["in_reply_to_id"],
         tool_call_id=group.tool_call_id,
         tool_name=group.tool_name,
@@ -74,8 +85,6 @@ def _confirmation_outcome(group: QuestionGroup) -> dict:
 
 
 def _clarified_request(group: QuestionGroup) -> Message:
-    from questions.clarification import enhance
-
     request = Message.objects.get(pk=group.payload["request_message_id"])
     questions_ = question_selectors.group_questions(group)
     skipped = all(q.status == Status.CANCELLED for q in questions_)
@@ -84,7 +93,10 @@ def _clarified_request(group: QuestionGroup) -> Message:
         if q.is_custom:
             picks.append((q.answer, False))
         else:
-            picks += [(q.options[i].get("maps_to", q.options[i]["label"]), q.options[i].get("replaces_request", False)) for i in q.selected_indexes]
+            picks += [
+                (q.options[i].get("maps_to", q.options[i]["label"]), q.options[i].get("replaces_request", False))
+                for i in q.selected_indexes
+            ]
     text = request.content if skipped else enhance(request.content, picks)
     return services.post_derived_user_message(
         conversation_id=group.conversation_id,
@@ -107,11 +119,36 @@ def _answer_as_message(group: QuestionGroup) -> Message:
     )
 
 
-def _resolve_and_record(resolve) -> questions.Resolution | None:
+@dataclass(frozen=True)
+class _Resolved:
+    """A committed resolution and what follows from it, rendered while still in the thread."""
+
+    resolution: questions.Resolution
+    group_name: str
+    html: str  # the group's card as it is now, plus the message written on the person's behalf
+
+
+def _resolve(resolve: Callable[[], questions.Resolution | None]) -> _Resolved | None:
     with transaction.atomic():
         resolution = resolve()
-        if resolution is not None and resolution.completed_group:
-            resolution.derived_message = record_group_outcome(resolution.group)
+        if resolution is None:
+            return None
+        derived = record_group_outcome(resolution.group) if resolution.completed_group else None
+    # Committed. Render here, in the same hop, so the async side only has to send — from the group
+    # row the resolution locked and updated, not a fresh read of it.
+    group = resolution.group
+    html = rendering.question_group(group) + (rendering.message_appended(derived) if derived is not None else "")
+    return _Resolved(resolution=resolution, group_name=publishing.group_name(group.conversation_id), html=html)
+
+
+async def _after_commit(resolved: _Resolved) -> questions.Resolution:
+    resolution = resolved.resolution
+    question_metrics.observe(resolution.changed)
+    await publishing.send(resolved.group_name, resolved.html)
+    if resolution.next_question is not None and resolution.next_question.deadline is not None:
+        deadlines.schedule(resolution.next_question.pk, resolution.next_question.deadline)
+    if resolution.completed_group:
+        agent.start_turn(resolution.group.conversation_id)
     return resolution
 
 
@@ -119,42 +156,44 @@ def _resolve_and_record(resolve) -> questions.Resolution | None:
 
 
 async def submit_answer(*, user, question_id, answer: AnswerInput, via: str) -> questions.Resolution:
-    """Raises PendingQuestion.DoesNotExist, questions.AnswerRejected or questions.AlreadyResolved."""
-    resolution = await database_sync_to_async(_resolve_and_record)(
-        lambda: questions.answer(user=user, question_id=question_id, answer=answer, via=via)
-    )
-    await after_resolution(resolution)
-    return resolution
+    """Raises questions.QuestionNotFound, questions.AnswerRejected or questions.AlreadyResolved."""
+    resolved = await database_sync_to_async(_resolve)(lambda: questions.answer(user=user, question_id=question_id, answer=answer, via=via))
+    return await _after_commit(resolved)
 
 
 async def expire(question_id, *, early_seconds: float = 0.0) -> questions.Resolution | None:
     """Apply the default if the deadline has passed. `early_seconds` tolerates a browser whose
     countdown reached zero a moment before the server's clock."""
     now = timezone.now() + dt.timedelta(seconds=early_seconds)
-    resolution = await database_sync_to_async(_resolve_and_record)(lambda: questions.expire_if_due(question_id=question_id, now=now))
-    if resolution is not None:
-        await after_resolution(resolution)
-    return resolution
+    resolved = await database_sync_to_async(_resolve)(lambda: questions.expire_if_due(question_id=question_id, now=now))
+    return None if resolved is None else await _after_commit(resolved)
 
 
 async def skip(*, user, group_id) -> questions.Resolution:
-    resolution = await database_sync_to_async(_resolve_and_record)(lambda: questions.skip_group(user=user, group_id=group_id))
-    await after_resolution(resolution)
-    return resolution
+    resolved = await database_sync_to_async(_resolve)(lambda: questions.skip_group(user=user, group_id=group_id))
+    return await _after_commit(resolved)
 
 
-class TypedAnswerRejected(ValueError):
-    pass
+class TypedAnswerRejected(Rejected):
+    """Text typed in the chat box that cannot answer the pending question; nothing was written."""
 
 
 async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
-    """Text typed while a question is pending answers it. False when nothing is pending."""
+    """Text typed while a question is pending answers it when `answers_the_card` says so (keys,
+    shorthand, a label, a short reply). False when nothing is pending or it is a new request."""
     group = await database_sync_to_async(question_selectors.open_group)(conversation_id=conversation_id)
     if group is None:
         return False
     group_questions = await database_sync_to_async(question_selectors.group_questions)(group)
     pending = [q for q in group_questions if q.is_pending]
     current = pending[0]
+    labels = [o["label"] for o in current.options]
+    if not answers_the_card(text, option_labels=labels, allow_custom=current.allow_custom):
+        await set_aside(user=user, group=group)
+        return False  # a new request: it goes through as a message
+    if (picked := label_index(text, labels)) is not None:
+        await _answer_typed(user, current, AnswerInput(selected_indexes=[picked]), PendingQuestion.ResolvedVia.CHAT_TEXT)
+        return True
     if text.strip().isdigit():
         # "Press 1–3 to pick" works in the chat box too: the option shown in that place.
         shown = question_selectors.display_order(current)
@@ -164,7 +203,10 @@ async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
         await _answer_typed(user, current, AnswerInput(selected_indexes=[shown[place - 1]]), PendingQuestion.ResolvedVia.OPTION)
         return True
     if looks_like_shorthand(text):
-        slots = [Slot(q.position + 1, len(q.options), q.multi_select, q.is_pending) for q in group_questions]
+        slots = [
+            Slot(q.position + 1, len(q.options), q.multi_select, q.is_pending, tuple(question_selectors.display_order(q)))
+            for q in group_questions
+        ]
         try:
             parsed = parse(text, slots)
         except ShorthandError as exc:
@@ -185,11 +227,35 @@ async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
     return True
 
 
+SET_ASIDE_NOTE = "The user sent a new message instead of answering; nothing was chosen. Treat these questions as unanswered."
+
+
+async def set_aside(*, user, group: QuestionGroup) -> None:
+    """A new request while a card waits: the card is cancelled — its receipt says the person moved
+    on — and the model is told so, but nothing continues from it: the new message starts the next
+    turn. (Continuing would answer a request the person has left, or run an unclarified one.)"""
+
+    def cancel() -> questions.Resolution | None:
+        with transaction.atomic():
+            try:
+                resolution = questions.skip_group(user=user, group_id=group.pk, set_aside=True)
+            except questions.AlreadyResolved:
+                return None  # answered or timed out a moment ago; that continuation stands
+            if resolution.completed_group and resolution.group.tool_call_id:
+                _tool_result(resolution.group, {"status": "cancelled", "note": SET_ASIDE_NOTE})
+            return resolution
+
+    resolution = await database_sync_to_async(cancel)()
+    if resolution is not None:
+        question_metrics.observe(resolution.changed)
+        await publishing.publish_group(group.pk)
+
+
 async def _answer_typed(user, question: PendingQuestion, answer: AnswerInput, via: str) -> None:
     try:
         await submit_answer(user=user, question_id=question.pk, answer=answer, via=via)
-    except (questions.AnswerRejected, ValueError) as exc:
-        raise TypedAnswerRejected(str(exc)) from None
+    except questions.AnswerRejected as exc:
+        raise TypedAnswerRejected(exc.message) from None
     except questions.AlreadyResolved:
         pass  # another tab or the deadline got there first; its receipt is already on screen
 
@@ -205,31 +271,6 @@ async def resume(*, user, question_id) -> PendingQuestion:
 async def _moved_deadline(change, *, user, question_id) -> PendingQuestion:
     """Every tab shows the new clock, and this process's timer follows the new deadline."""
     question = await database_sync_to_async(change)(user=user, question_id=question_id)
-    await publish_group(question.group_id)
+    await publishing.publish_group(question.group_id)
     deadlines.schedule(question.pk, question.deadline)
     return question
-
-
-async def after_resolution(resolution: questions.Resolution) -> None:
-    from chat import agent  # agent imports this module
-
-    question_metrics.observe(resolution.changed)
-    await publish_group(resolution.group.pk)
-    if (message := resolution.derived_message) is not None:
-        html = await database_sync_to_async(rendering.message_appended)(message)
-        group_name = Conversation(pk=message.conversation_id).group_name
-        await get_channel_layer().group_send(group_name, {"type": "broadcast.html", "html": html})
-    if resolution.next_question is not None and resolution.next_question.deadline is not None:
-        deadlines.schedule(resolution.next_question.pk, resolution.next_question.deadline)
-    if resolution.completed_group:
-        agent.start_turn(resolution.group.conversation_id)
-
-
-async def publish_group(group_id) -> None:
-    html, group_name = await database_sync_to_async(_render_group)(group_id)
-    await get_channel_layer().group_send(group_name, {"type": "broadcast.html", "html": html})
-
-
-def _render_group(group_id) -> tuple[str, str]:
-    group = QuestionGroup.objects.get(pk=group_id)
-    return rendering.question_group(group), Conversation(pk=group.conversation_id).group_name

@@ -3,6 +3,7 @@
 Tasks are kept referenced until done (the event loop holds only weak references), and tests and
 shutdown can wait for all of them.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,6 +17,11 @@ def spawn(coro: Coroutine) -> asyncio.Task:
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
     return task
+
+
+def running() -> list[asyncio.Task]:
+    """The tasks not finished yet (the test servers' idle check reads them)."""
+    return list(_tasks)
 
 
 async def wait_for_all() -> None:

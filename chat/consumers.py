@@ -3,12 +3,13 @@ from __future__ import annotations
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-
+from django.template.loader import render_to_string
 from pydantic import ValidationError
 
 from chat import agent, answering, deadlines, rendering, selectors, services
-from chat.frames import AnswerQuestion, FrameError, QuestionClock, Retry, SendMessage, SkipQuestions, parse_frame
+from chat.frames import AnswerQuestion, QuestionClock, Regenerate, Retry, SendMessage, SkipQuestions, Stop, parse_frame
 from chat.models import Conversation
+from project.errors import ClarionError
 from questions import services as questions
 from questions.models import PendingQuestion
 from questions.schemas import AnswerInput
@@ -31,9 +32,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             return
         conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         try:
-            self.conversation = await database_sync_to_async(selectors.conversation_for_user)(
-                user=user, conversation_id=conversation_id
-            )
+            self.conversation = await database_sync_to_async(selectors.conversation_for_user)(user=user, conversation_id=conversation_id)
         except Conversation.DoesNotExist:
             await self.close(code=CLOSE_NOT_FOUND)
             return
@@ -57,6 +56,10 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 await self._send_message(frame)
             elif isinstance(frame, Retry):
                 await self._retry()
+            elif isinstance(frame, Stop):
+                await database_sync_to_async(services.request_stop)(user=self.scope["user"], conversation_id=self.conversation.pk)
+            elif isinstance(frame, Regenerate):
+                await self._regenerate()
             elif isinstance(frame, AnswerQuestion):
                 await self._answer(frame)
             elif isinstance(frame, SkipQuestions):
@@ -64,14 +67,16 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             elif isinstance(frame, QuestionClock):
                 change = answering.pause if frame.action == "pause" else answering.resume
                 await change(user=self.scope["user"], question_id=frame.question_id)
-        except (FrameError, services.MessageRejected, answering.TypedAnswerRejected, questions.AnswerRejected) as exc:
-            await self.send(text_data=rendering.composer_error(str(exc)))
-        except ValidationError as exc:
-            await self.send(text_data=rendering.composer_error(exc.errors()[0]["msg"].removeprefix("Value error, ")))
-        except (PendingQuestion.DoesNotExist, questions.QuestionGroup.DoesNotExist):
-            await self.send(text_data=rendering.composer_error("That question was not found."))
+        # The one place this entry point turns errors into what the person sees: an error frame
+        # under the composer; the socket stays up and nothing was written.
         except questions.AlreadyResolved:
             pass  # its receipt was already broadcast to this tab
+        except Conversation.DoesNotExist:  # deleted in another tab while this one was open
+            await self.send(text_data=rendering.composer_error("This conversation was deleted."))
+        except ClarionError as exc:
+            await self.send(text_data=rendering.composer_error(exc.message))
+        except ValidationError as exc:  # an answer that fails its schema at the edge
+            await self.send(text_data=rendering.composer_error(exc.errors()[0]["msg"].removeprefix("Value error, ")))
 
     async def _answer(self, frame: AnswerQuestion) -> None:
         if frame.custom is not None:
@@ -79,7 +84,9 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         else:
             indexes = frame.options if frame.options is not None else ([] if frame.option is None else [frame.option])
             answer = AnswerInput(selected_indexes=indexes, labels=None if frame.label is None else [frame.label])
-        await answering.submit_answer(user=self.scope["user"], question_id=frame.question_id, answer=answer, via=PendingQuestion.ResolvedVia.OPTION)
+        await answering.submit_answer(
+            user=self.scope["user"], question_id=frame.question_id, answer=answer, via=PendingQuestion.ResolvedVia.OPTION
+        )
 
     async def _send_message(self, frame: SendMessage) -> None:
         text = services.validate_user_message(frame.message)
@@ -91,12 +98,20 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             user=self.scope["user"], conversation_id=self.conversation.pk, content=frame.message
         )
         conversation = message.conversation
-        await self._broadcast(rendering.message_appended(message) + rendering.conversation_link(conversation))
+        # The sidebar entry and the heading show the title the first message gave the conversation.
+        header = render_to_string("chat/_conversation_header.html", {"conversation": conversation, "oob": True})
+        await self._broadcast(rendering.message_appended(message) + rendering.conversation_link(conversation) + header)
         await self.send(text_data=rendering.composer(conversation) + rendering.composer_error(""))
         agent.start_turn(conversation.pk)
 
     async def _retry(self) -> None:
         removed = await database_sync_to_async(services.prepare_retry)(user=self.scope["user"], conversation_id=self.conversation.pk)
+        await self._broadcast("".join(rendering.message_removed(pk) for pk in removed))
+        await self.send(text_data=rendering.composer_error(""))
+        agent.start_turn(self.conversation.pk)
+
+    async def _regenerate(self) -> None:
+        removed = await database_sync_to_async(services.prepare_regenerate)(user=self.scope["user"], conversation_id=self.conversation.pk)
         await self._broadcast("".join(rendering.message_removed(pk) for pk in removed))
         await self.send(text_data=rendering.composer_error(""))
         agent.start_turn(self.conversation.pk)

@@ -1,20 +1,30 @@
 """Deadlines are enforced by the server, not the browser (whose countdown is only a display).
 
 Two mechanisms, one outcome: a timer in the process that showed the question fires at its
-deadline, and a sweep in every process picks up questions whose process died. Both call
-`answering.expire`, whose conditional UPDATE makes the expiry happen exactly once.
+deadline, and a sweep in every process picks up questions whose process died. Both call the
+expiry handler (`chat.answering.expire`, set once in `ChatConfig.ready`), whose conditional
+UPDATE makes the expiry happen exactly once. The handler is passed in rather than imported:
+the answer path arms timers here, so importing it back would close an import cycle.
+
+Where the sweep starts: `ensure_sweeper()`, called by `project/asgi.py` on a process's first
+request or websocket (Daphne has no startup hook) and again whenever a timer is armed. A
+deployment that wants it in one dedicated process runs `manage.py sweep_questions` instead (or
+beside the web workers: the conditional UPDATE keeps every expiry single).
 """
+
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
 import logging
+from typing import Awaitable, Callable
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
 from chat import background
+from questions import selectors as question_selectors
 from questions import services as questions
 
 log = logging.getLogger("clarion.questions")
@@ -23,6 +33,15 @@ log = logging.getLogger("clarion.questions")
 TIMER_SLACK_SECONDS = 0.05
 
 _timers: dict = {}
+# The answer path's expiry: `(question_id) -> resolution or None` (None: not due after all).
+_expire: Callable[[object], Awaitable[object | None]] | None = None
+
+
+def set_expiry_handler(expire: Callable[[object], Awaitable[object | None]]) -> None:
+    global _expire
+    _expire = expire
+
+
 _sweepers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
 
 
@@ -38,23 +57,21 @@ def schedule(question_id, deadline: dt.datetime | None) -> None:
     _timers[question_id] = loop.call_later(delay, lambda: background.spawn(_fire(question_id)))
 
 
-async def _fire(question_id) -> None:
-    from chat import answering
+def _expiry_handler() -> Callable[[object], Awaitable[object | None]]:
+    if _expire is None:  # wired in ChatConfig.ready; a process without it cannot expire anything
+        raise RuntimeError("deadlines.set_expiry_handler was not called")
+    return _expire
 
+
+async def _fire(question_id) -> None:
     _timers.pop(question_id, None)
     try:
-        if await answering.expire(question_id) is None:
+        if await _expiry_handler()(question_id) is None:
             # Not due: paused or extended meanwhile. Re-arm for the deadline it has now.
-            deadline = await database_sync_to_async(_pending_deadline)(question_id)
+            deadline = await database_sync_to_async(question_selectors.pending_deadline)(question_id=question_id)
             schedule(question_id, deadline)
     except Exception:
         log.exception("expiring question %s failed; the sweep will retry", question_id)
-
-
-def _pending_deadline(question_id):
-    from questions.models import PendingQuestion
-
-    return PendingQuestion.objects.filter(pk=question_id, status=PendingQuestion.Status.PENDING).values_list("deadline", flat=True).first()
 
 
 def ensure_sweeper() -> None:
@@ -76,11 +93,9 @@ async def _sweep_forever() -> None:
 
 async def sweep_once() -> int:
     """Expire every overdue question (whatever process showed it). Returns how many expired."""
-    from chat import answering
-
     expired = 0
     for question_id in await database_sync_to_async(questions.due_question_ids)():
-        if await answering.expire(question_id) is not None:
+        if await _expiry_handler()(question_id) is not None:
             expired += 1
     return expired
 

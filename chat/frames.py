@@ -3,6 +3,7 @@
 htmx's ws extension sends a form as JSON: its fields plus a HEADERS object. Each form carries an
 `action` field naming what it asks for.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,10 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from project.errors import Rejected
 
-class FrameError(ValueError):
+
+class FrameError(Rejected):
     """A frame Clarion will not act on; the text is shown to the user."""
 
 
@@ -27,6 +30,14 @@ class SendMessage(_Frame):
 
 class Retry(_Frame):
     action: Literal["retry"]
+
+
+class Stop(_Frame):
+    action: Literal["stop"]
+
+
+class Regenerate(_Frame):
+    action: Literal["regenerate"]
 
 
 class AnswerQuestion(_Frame):
@@ -48,7 +59,9 @@ class QuestionClock(_Frame):
     question_id: uuid.UUID
 
 
-ClientFrame = Annotated[Union[SendMessage, Retry, AnswerQuestion, SkipQuestions, QuestionClock], Field(discriminator="action")]
+ClientFrame = Annotated[
+    Union[SendMessage, Retry, Stop, Regenerate, AnswerQuestion, SkipQuestions, QuestionClock], Field(discriminator="action")
+]
 _client_frame = TypeAdapter(ClientFrame)
 
 

@@ -1,10 +1,13 @@
 """One turn at a time per conversation, across every worker: a Postgres session advisory lock.
 
 The lock lives on a connection of its own for the length of the turn, so it is released when the
-turn ends — or when the process dies, since Postgres drops a dead session's locks. Idle lock
-connections are kept for the next turn: opening one costs more than the rest of a turn's
-bookkeeping together.
+turn ends — or when the process dies, since Postgres drops a dead session's locks. The
+connections come from a `psycopg_pool.AsyncConnectionPool` (one per event loop and database):
+opening one costs more than the rest of a turn's bookkeeping together, and the pool's size caps
+how many turns of one process hold a lock connection at once — the rest wait their turn instead
+of exhausting Postgres' max_connections under a burst of answers.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -14,27 +17,48 @@ from typing import AsyncIterator
 
 import psycopg
 from django.db import connection
+from psycopg_pool import AsyncConnectionPool
 
-MAX_IDLE_CONNECTIONS = 8
-_idle: list[psycopg.AsyncConnection] = []
-# At most this many turns of one process hold a lock connection at once; the rest wait their turn
-# instead of exhausting Postgres' max_connections under a burst of answers.
+from project.embedded_pg import connection_settings
+
+# At most this many lock connections per process (and event loop).
 MAX_LOCK_CONNECTIONS = 24
-_limits: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+# Idle connections above none are closed after this long without a turn.
+MAX_IDLE_SECONDS = 300.0
+# A turn waits this long for a free lock connection before it fails visibly (retryable).
+CHECKOUT_TIMEOUT_SECONDS = 120.0
 
-
-def _limit() -> asyncio.Semaphore:
-    loop = asyncio.get_running_loop()
-    if loop not in _limits:
-        _limits[loop] = asyncio.Semaphore(MAX_LOCK_CONNECTIONS)
-    return _limits[loop]
+_pools: dict[tuple[asyncio.AbstractEventLoop, str], AsyncConnectionPool] = {}
 
 
 def _conninfo() -> str:
-    s = connection.settings_dict
+    s = connection_settings(connection.settings_dict)
     return psycopg.conninfo.make_conninfo(
-        dbname=s["NAME"], user=s["USER"] or None, password=s["PASSWORD"] or None, host=s["HOST"] or None, port=s["PORT"] or None
-    )
+        dbname=s["NAME"], user=s["USER"] or None, password=s["PASSWORD"] or None, host=s["HOST"] or None, port=s["PORT"] or None,
+        connect_timeout=5,
+    )  # fmt: skip
+
+
+async def _pool() -> AsyncConnectionPool:
+    loop = asyncio.get_running_loop()
+    key = (loop, _conninfo())
+    pool = _pools.get(key)
+    if pool is None:
+        _discard_pools_of_closed_loops()
+        pool = AsyncConnectionPool(
+            key[1],
+            kwargs={"autocommit": True},
+            min_size=0,
+            max_size=MAX_LOCK_CONNECTIONS,
+            max_idle=MAX_IDLE_SECONDS,
+            timeout=CHECKOUT_TIMEOUT_SECONDS,
+            check=AsyncConnectionPool.check_connection,  # a connection Postgres dropped is replaced, not used
+            name="clarion-turn-locks",
+            open=False,
+        )
+        _pools[key] = pool
+        await pool.open()
+    return pool
 
 
 def lock_key(conversation_id: uuid.UUID) -> int:
@@ -42,48 +66,42 @@ def lock_key(conversation_id: uuid.UUID) -> int:
     return int.from_bytes(uuid.UUID(str(conversation_id)).bytes[:8], "big", signed=True)
 
 
-async def _checkout() -> psycopg.AsyncConnection:
-    conninfo = _conninfo()
-    while _idle:
-        conn = _idle.pop()
-        # Connections made for another database (tests switch to the test database) are dropped.
-        if not conn.closed and conn.info.dbname == connection.settings_dict["NAME"]:
-            return conn
-        await conn.close()
-    return await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
-
-
 @asynccontextmanager
 async def conversation_turn_lock(conversation_id: uuid.UUID) -> AsyncIterator[bool]:
     """Yields True when this caller holds the conversation's turn lock, False when another does.
-    Raises psycopg.OperationalError when no connection can be had."""
-    async with _limit():
-        async with _locked(conversation_id) as acquired:
-            yield acquired
-
-
-@asynccontextmanager
-async def _locked(conversation_id: uuid.UUID) -> AsyncIterator[bool]:
+    Raises psycopg.OperationalError (PoolTimeout included) when no connection can be had."""
     key = lock_key(conversation_id)
-    conn = await _checkout()
-    reusable = False
-    try:
+    pool = await _pool()
+    async with pool.connection() as conn:
         row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone()
         acquired = bool(row[0])
         try:
             yield acquired
         finally:
             if acquired:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", [key])
-        reusable = True
-    finally:
-        if reusable and len(_idle) < MAX_IDLE_CONNECTIONS:
-            _idle.append(conn)
-        else:
-            await conn.close()  # closing the session releases any lock it still holds
+                try:
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", [key])
+                except BaseException:
+                    # Never hand a connection that may still hold the lock back to the pool:
+                    # closing the session releases it.
+                    await conn.close()
+                    raise
+
+
+def _finish_idle(pool: AsyncConnectionPool) -> None:
+    # Without a running loop, the pool's own close() cannot run; the idle connections' sockets
+    # are closed directly (what a dying process would do).
+    for conn in list(getattr(pool, "_pool", ())):
+        conn.pgconn.finish()
+
+
+def _discard_pools_of_closed_loops() -> None:
+    for key in [k for k in _pools if k[0].is_closed()]:
+        _finish_idle(_pools.pop(key))
 
 
 def discard_idle_connections() -> None:
     """Close pooled lock connections without an event loop (process shutdown, test teardown)."""
-    while _idle:
-        _idle.pop().pgconn.finish()
+    while _pools:
+        _, pool = _pools.popitem()
+        _finish_idle(pool)

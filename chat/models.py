@@ -7,13 +7,16 @@ from django.db import models
 
 class Conversation(models.Model):
     DEFAULT_TITLE = "New conversation"
+    TITLE_MAX_CHARS = 120
 
     # UUIDs: conversation ids appear in URLs and websocket paths; they should not be enumerable.
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations")
-    title = models.CharField(max_length=120, default=DEFAULT_TITLE)
+    title = models.CharField(max_length=TITLE_MAX_CHARS, default=DEFAULT_TITLE)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Set by "Stop generating"; a turn whose stream started before it stops and keeps its text.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]

@@ -1,4 +1,5 @@
 """The system prompt: who the assistant is, a small workspace snapshot, and when to use tools."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -31,8 +32,13 @@ and complete listings. Tool results say when they were truncated and how many mo
   guessing."""
 
 
-def system_prompt(snapshot: Snapshot, *, today: dt.date | None = None) -> str:
-    return SYSTEM_PROMPT.format(today=(today or dt.date.today()).isoformat(), snapshot=render_snapshot(snapshot))
+def system_prompt(snapshot: Snapshot, *, today: dt.date | None = None, template: str | None = None) -> str:
+    """The system prompt as edited in the admin (AIConfig.chat_system_prompt), or the built-in one."""
+    if template is None:
+        from knowledge.selectors import get_ai_config
+
+        template = get_ai_config().chat_system_prompt
+    return (template.strip() or SYSTEM_PROMPT).format(today=(today or dt.date.today()).isoformat(), snapshot=render_snapshot(snapshot))
 
 
 def render_snapshot(s: Snapshot) -> str:

@@ -4,7 +4,11 @@ Thin: parse the form → chat.answering → render the group card. Another user'
 404; a question already resolved returns its resolved card with 409 (the loser of a double
 click or a race with the deadline sees the receipt, not an error page).
 """
+
 from __future__ import annotations
+
+import functools
+from typing import Any, Awaitable, Callable
 
 from channels.db import database_sync_to_async
 from django.http import Http404, HttpRequest, HttpResponse
@@ -12,23 +16,42 @@ from django.views.decorators.http import require_POST
 from pydantic import ValidationError
 
 from chat import answering, rendering
+from project.errors import ClarionError, Rejected
 from questions import selectors as question_selectors
 from questions import services as questions
-from questions.models import PendingQuestion, QuestionGroup
+from questions.models import PendingQuestion
 from questions.schemas import AnswerInput
 
 
 async def _card_response(group_id, *, status: int = 200, error: str = "") -> HttpResponse:
-    html = await database_sync_to_async(lambda: rendering.question_group(QuestionGroup.objects.get(pk=group_id), oob=False, error=error))()
-    return HttpResponse(html, status=status)
+    def render() -> str:
+        return rendering.question_group(question_selectors.group_by_id(group_id=group_id), oob=False, error=error)
+
+    return HttpResponse(await database_sync_to_async(render)(), status=status)
 
 
-async def _own_question(request: HttpRequest, question_id) -> tuple[object, PendingQuestion]:
-    user = await request.auser()
-    try:
-        return user, await database_sync_to_async(question_selectors.question_for_user)(user=user, question_id=question_id)
-    except PendingQuestion.DoesNotExist:
-        raise Http404("No such question") from None
+def card_errors(view: Callable[..., Awaitable[HttpResponse]]) -> Callable[..., Any]:
+    """The one place these endpoints turn errors into responses: another user's (or no) question
+    is a 404; a question already resolved returns its resolved card (409); anything else the
+    person can fix returns the card with the message (its status, e.g. 422)."""
+
+    @functools.wraps(view)
+    async def wrapped(request: HttpRequest, question_id) -> HttpResponse:
+        user = await request.auser()
+        try:
+            question = await database_sync_to_async(question_selectors.question_for_user)(user=user, question_id=question_id)
+        except questions.QuestionNotFound:
+            raise Http404("No such question") from None
+        try:
+            return await view(request, user, question)
+        except questions.AlreadyResolved:
+            return await _card_response(question.group_id, status=409)
+        except ClarionError as exc:
+            return await _card_response(question.group_id, status=exc.status, error=exc.message)
+        except ValidationError as exc:
+            return await _card_response(question.group_id, status=422, error=_first_error(exc))
+
+    return wrapped
 
 
 def parse_answer_form(data) -> AnswerInput:
@@ -39,42 +62,30 @@ def parse_answer_form(data) -> AnswerInput:
     try:
         indexes = [int(i) for i in raw]
     except ValueError:
-        raise ValueError("Pick an option from the list.") from None
+        raise Rejected("Pick an option from the list.") from None
     labels = data.getlist("label") or None
     return AnswerInput(selected_indexes=indexes, labels=labels)
 
 
 @require_POST
-async def answer(request: HttpRequest, question_id) -> HttpResponse:
-    user, question = await _own_question(request, question_id)
-    try:
-        answer_input = parse_answer_form(request.POST)
-        await answering.submit_answer(user=user, question_id=question.pk, answer=answer_input, via=PendingQuestion.ResolvedVia.OPTION)
-    except ValidationError as exc:
-        return await _card_response(question.group_id, status=422, error=_first_error(exc))
-    except (questions.AnswerRejected, ValueError) as exc:
-        return await _card_response(question.group_id, status=422, error=str(exc))
-    except questions.AlreadyResolved:
-        return await _card_response(question.group_id, status=409)
+@card_errors
+async def answer(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
+    answer_input = parse_answer_form(request.POST)
+    await answering.submit_answer(user=user, question_id=question.pk, answer=answer_input, via=PendingQuestion.ResolvedVia.OPTION)
     return await _card_response(question.group_id)
 
 
 @require_POST
-async def pause(request: HttpRequest, question_id) -> HttpResponse:
-    return await _clock(request, question_id, answering.pause)
+@card_errors
+async def pause(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
+    await answering.pause(user=user, question_id=question.pk)
+    return HttpResponse(status=204)
 
 
 @require_POST
-async def resume(request: HttpRequest, question_id) -> HttpResponse:
-    return await _clock(request, question_id, answering.resume)
-
-
-async def _clock(request, question_id, change) -> HttpResponse:
-    user, question = await _own_question(request, question_id)
-    try:
-        await change(user=user, question_id=question.pk)
-    except questions.AlreadyResolved:
-        return await _card_response(question.group_id, status=409)
+@card_errors
+async def resume(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
+    await answering.resume(user=user, question_id=question.pk)
     return HttpResponse(status=204)
 
 
@@ -84,12 +95,11 @@ BROWSER_EXPIRY_TOLERANCE_SECONDS = 1.0
 
 
 @require_POST
-async def expire(request: HttpRequest, question_id) -> HttpResponse:
-    _, question = await _own_question(request, question_id)
+@card_errors
+async def expire(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
     resolution = await answering.expire(question.pk, early_seconds=BROWSER_EXPIRY_TOLERANCE_SECONDS)
     if resolution is None and question.is_pending:
-        fresh = await database_sync_to_async(PendingQuestion.objects.get)(pk=question.pk)
-        if fresh.is_pending:
+        if await database_sync_to_async(question_selectors.is_pending)(question_id=question.pk):
             return HttpResponse(status=204)  # not due yet (paused or extended); the card stays
     return await _card_response(question.group_id)
 

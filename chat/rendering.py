@@ -1,12 +1,15 @@
 """HTML fragments pushed over the websocket. Each is one template partial; htmx swaps by id."""
+
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.template.loader import render_to_string
 from django.utils import timezone
 
 from chat.models import Conversation, Message
+from knowledge.rendering import render_markdown
 from questions import selectors as question_selectors
 from questions.models import PendingQuestion, QuestionGroup
 
@@ -21,9 +24,7 @@ def message_removed(message_id: int) -> str:
 
 def conversation_link(conversation: Conversation) -> str:
     # Every tab that receives this is showing that conversation, so it is the current one.
-    return render_to_string(
-        "chat/_conversation_link.html", {"conversation": conversation, "current": conversation, "oob": True}
-    )
+    return render_to_string("chat/_conversation_link.html", {"conversation": conversation, "current": conversation, "oob": True})
 
 
 def composer(conversation: Conversation) -> str:
@@ -39,11 +40,17 @@ def stream_started(stream_id: str) -> str:
 
 
 def stream_delta(stream_id: str, text: str) -> str:
-    return render_to_string("chat/_stream_delta.html", {"stream_id": stream_id, "text": text})
+    """The streamed reply so far (all of it, not the newest piece), as sanitized Markdown."""
+    return render_to_string("chat/_stream_delta.html", {"stream_id": stream_id, "html": render_markdown(text)})
 
 
 def stream_reset(stream_id: str) -> str:
     return render_to_string("chat/_stream_reset.html", {"stream_id": stream_id})
+
+
+def stream_discarded(stream_id: str) -> str:
+    """The typing indicator goes away without a message (the turn asked a question instead)."""
+    return render_to_string("chat/_stream_discarded.html", {"stream_id": stream_id})
 
 
 def stream_finished(stream_id: str, message: Message) -> str:
@@ -58,8 +65,8 @@ KEYS = "abcdefghij"
 
 @dataclass(frozen=True)
 class DisplayOption:
-    index: int
-    key: str
+    index: int  # the option's index as asked (what an answer stores)
+    key: str  # the key printed on it: its place on the card, a = first shown
     label: str
     description: str
     confidence: float | None
@@ -69,6 +76,35 @@ class DisplayOption:
     @property
     def percent(self) -> int | None:
         return None if self.confidence is None else round(self.confidence * 100)
+
+    @property
+    def number(self) -> int:
+        return KEYS.index(self.key) + 1
+
+
+@dataclass(frozen=True)
+class QuestionStep:
+    """One question of a group as the card lists it: answered, current, or still to come."""
+
+    question: PendingQuestion
+    number: int
+    options: list[DisplayOption]
+
+    @property
+    def key_range(self) -> str:
+        return f"{self.options[0].key}–{self.options[-1].key}" if self.options else ""
+
+
+def display_options(question: PendingQuestion) -> list[DisplayOption]:
+    """The options in the order shown (most likely first once guesses exist), keyed by place."""
+    defaults = set(question.default_indexes)
+    return [
+        DisplayOption(
+            index=i, key=KEYS[place], label=question.options[i]["label"], description=question.options[i].get("description", ""),
+            confidence=question.options[i].get("confidence"), reasoning=question.options[i].get("reasoning", ""), is_default=i in defaults,
+        )
+        for place, i in enumerate(question_selectors.display_order(question))
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -91,8 +127,21 @@ class QuestionCard:
         return (self.current.position + 1) if self.current else self.total
 
     @property
+    def answered_count(self) -> int:
+        return sum(1 for q in self.questions if not q.is_pending)
+
+    @property
     def resolved(self) -> list[PendingQuestion]:
         return [q for q in self.questions if not q.is_pending]
+
+    @property
+    def upcoming(self) -> list[QuestionStep]:
+        """The questions after the current one, with their keys, so "1a 2b" can be typed at once."""
+        return [
+            QuestionStep(question=q, number=q.position + 1, options=display_options(q))
+            for q in self.questions
+            if q.is_pending and q is not self.current
+        ]
 
     @property
     def is_confirmation(self) -> bool:
@@ -102,6 +151,29 @@ class QuestionCard:
     def state(self) -> str:
         return "pending" if self.current else "resolved"
 
+    @property
+    def default_option(self) -> DisplayOption | None:
+        return next((o for o in self.options if o.is_default), None)
+
+    @property
+    def key_range(self) -> str:
+        return f"{self.options[0].key}–{self.options[-1].key}" if self.options else ""
+
+    # Confirmation cards: the list of changes, the first few always visible.
+    CHANGES_SHOWN = 10
+
+    @property
+    def changes(self) -> list[dict]:
+        return list(self.group.payload.get("lines") or [])
+
+    @property
+    def changes_shown(self) -> list[dict]:
+        return self.changes[: self.CHANGES_SHOWN]
+
+    @property
+    def changes_more(self) -> list[dict]:
+        return self.changes[self.CHANGES_SHOWN :]
+
 
 def question_card(group: QuestionGroup, *, now=None) -> QuestionCard:
     now = now or timezone.now()
@@ -109,15 +181,7 @@ def question_card(group: QuestionGroup, *, now=None) -> QuestionCard:
     current = next((q for q in questions if q.is_pending), None)
     options, remaining, paused = [], None, False
     if current is not None:
-        defaults = set(current.default_indexes)
-        # Most likely first; the letter keys stay tied to the option, not to the position.
-        options = [
-            DisplayOption(
-                index=i, key=KEYS[i], label=o["label"], description=o.get("description", ""),
-                confidence=o.get("confidence"), reasoning=o.get("reasoning", ""), is_default=i in defaults,
-            )
-            for i, o in ((i, current.options[i]) for i in question_selectors.display_order(current))
-        ]  # fmt: skip
+        options = display_options(current)
         paused = current.paused_at is not None
         if paused:
             remaining = current.remaining_at_pause
@@ -133,3 +197,67 @@ def question_group(group: QuestionGroup, *, oob: bool = True, error: str = "") -
 
 def question_group_appended(group: QuestionGroup) -> str:
     return render_to_string("questions/_group_append.html", {"card": question_card(group)})
+
+
+# --- tool calls, in words ----------------------------------------------------------------------
+
+_STATUS_WORDS = {"todo": "to-do", "in_progress": "in-progress", "completed": "completed"}
+
+
+@dataclass(frozen=True)
+class ToolActivity:
+    """One line in the thread for a lookup the assistant made: a sentence, and the raw call
+    (name and arguments) kept behind a disclosure for whoever wants it."""
+
+    sentence: str
+    raw: str
+
+
+def tool_activity(message: Message) -> list[ToolActivity]:
+    lines = []
+    for call in message.tool_calls:
+        name = call.get("name", "")
+        if name in ("ask_user", "propose_operations"):
+            continue  # the question card shows these in full
+        try:
+            args = json.loads(call.get("arguments") or "{}")
+        except (TypeError, ValueError):
+            args = {}
+        args = args if isinstance(args, dict) else {}
+        raw = f"{name}({', '.join(f'{k}: {v}' for k, v in args.items() if v not in (None, ''))})"
+        lines.append(ToolActivity(sentence=describe_tool_call(name, args), raw=raw))
+    return lines
+
+
+def describe_tool_call(name: str, args: dict) -> str:
+    """What a lookup did, as a person would say it ("Looked at up to 50 in-progress tasks")."""
+    if name == "query_tasks":
+        status = _STATUS_WORDS.get(str(args.get("status") or ""), "")
+        noun = f"{status} tasks" if status else "tasks"
+        limit = args.get("limit")
+        # A limit of 1 is how totals are counted; "up to 1 tasks" would say nothing useful.
+        what = f"up to {limit} {noun}" if isinstance(limit, int) and 1 < limit < 500 else f"your {noun}"
+        return f"Looked at {what}{_scope(args, 'search')}"
+    if name == "query_notes":
+        term = args.get("search_term")
+        return f"Searched your notes for “{_short(term)}”{_scope(args)}" if term else f"Looked at your notes{_scope(args)}"
+    if name == "query_projects":
+        return "Looked at your projects" + (" and their task counts" if args.get("include_stats", True) else "")
+    if name == "search_knowledge_base":
+        question = args.get("question")
+        return f"Searched the documentation for “{_short(question)}”" if question else "Searched the documentation"
+    return f"Used {name.replace('_', ' ') or 'a tool'}"
+
+
+def _scope(args: dict, search_key: str | None = None) -> str:
+    parts = []
+    if search_key and args.get(search_key):
+        parts.append(f" matching “{_short(args[search_key])}”")
+    if args.get("project_id") is not None:
+        parts.append(" in one project")
+    return "".join(parts)
+
+
+def _short(text, limit: int = 60) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,12 +1,63 @@
 from __future__ import annotations
 
+import datetime as dt
 import uuid
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+from django.utils.formats import date_format
 
 from chat.models import Conversation, Message
+from chat.prompts import system_prompt
+from knowledge.selectors import get_ai_config
+from llm import ChatMessage, ToolCall
+from questions import selectors as question_selectors
+from questions.services import QuestionTimeouts
+from workspace.selectors import Snapshot, snapshot_for_user
+
+SEARCH_MAX_CHARS = 200
 
 
-def conversations_for_user(*, user, limit: int = 50) -> list[Conversation]:
-    return list(Conversation.objects.filter(owner=user).order_by("-updated_at")[:limit])
+def conversations_for_user(*, user, limit: int = 50, query: str = "") -> list[Conversation]:
+    """The user's conversations, newest activity first; with a query, those whose title or any
+    message text contains it (case-insensitive)."""
+    conversations = Conversation.objects.filter(owner=user)
+    text = " ".join(query.split())[:SEARCH_MAX_CHARS]
+    if text:
+        in_messages = Message.objects.filter(
+            conversation=OuterRef("pk"), content__icontains=text, role__in=[Message.Role.USER, Message.Role.ASSISTANT]
+        )
+        conversations = conversations.filter(Q(title__icontains=text) | Exists(in_messages))
+    return list(conversations.order_by("-updated_at")[:limit])
+
+
+@dataclass(frozen=True)
+class ConversationGroup:
+    label: str  # "Today", "Yesterday", or the date
+    conversations: list[Conversation]
+
+
+def grouped_by_day(conversations: list[Conversation], *, today: dt.date | None = None) -> list[ConversationGroup]:
+    """Consecutive conversations under a heading for the local day of their last activity."""
+    today = today or timezone.localdate()
+    groups: list[ConversationGroup] = []
+    for conversation in conversations:
+        day = timezone.localdate(conversation.updated_at)
+        if day == today:
+            label = "Today"
+        elif day == today - dt.timedelta(days=1):
+            label = "Yesterday"
+        elif day.year == today.year:
+            label = date_format(day, "j F")
+        else:
+            label = date_format(day, "j F Y")
+        if groups and groups[-1].label == label:
+            groups[-1].conversations.append(conversation)
+        else:
+            groups.append(ConversationGroup(label=label, conversations=[conversation]))
+    return groups
 
 
 def conversation_for_user(*, user, conversation_id: uuid.UUID | str) -> Conversation:
@@ -22,8 +73,12 @@ def history_for_model(*, conversation: Conversation, limit: int) -> list[Message
     - The history starts at a user message, so every tool result stays next to its call, and a
       tool call whose result was never saved (worker died in between) is dropped.
     - Error messages are for people only.
+    - Tool calls whose arguments could not be read, and their error results, are left out: a
+      retry starts from the request, not from the model's earlier garbled attempts.
     """
-    recent = list(conversation.messages.exclude(role=Message.Role.ERROR).order_by("-id")[:limit])
+    recent = list(
+        conversation.messages.exclude(role=Message.Role.ERROR).exclude(metadata__contains={"malformed": True}).order_by("-id")[:limit]
+    )
     recent.sort(key=lambda m: (m.pk, 0, m.pk) if m.role == Message.Role.USER else (m.in_reply_to_id or m.pk, 1, m.pk))
     first_user = next((i for i, m in enumerate(recent) if m.role == Message.Role.USER), len(recent))
     history = recent[first_user:]
@@ -41,8 +96,93 @@ def visible_messages(*, conversation: Conversation) -> list[Message]:
 
 def thread_items(*, conversation: Conversation) -> list[tuple[str, object]]:
     """The thread as shown: visible messages and question cards, in the order they appeared."""
-    from questions import selectors as question_selectors
-
     items = [(m.created_at, "message", m) for m in visible_messages(conversation=conversation)]
     items += [(g.created_at, "questions", g) for g in question_selectors.groups_for_conversation(conversation_id=conversation.pk)]
     return [(kind, obj) for _, kind, obj in sorted(items, key=lambda i: i[0])]
+
+
+# --- What a turn reads: loaded once, frozen ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """Everything one turn reads from the database, loaded in one thread hop before the model is
+    called. Frozen: the steps of a turn read it; what they write goes to rows."""
+
+    conversation_id: uuid.UUID
+    group_name: str
+    owner: object
+    request_id: int
+    request_text: str
+    request_metadata: dict
+    # The system prompt and the history, as the model receives them.
+    messages: tuple[ChatMessage, ...]
+    # Rows already answer the request (after an answer, or a worker that died mid-turn).
+    continuing: bool
+    timeouts: QuestionTimeouts
+    clarification_threshold: float
+    # The admin's clarification prompt (empty: the built-in one).
+    clarification_prompt: str
+    # The request a clarification would be about (the first of a chain of clarified requests),
+    # and the rounds already asked about it; None when the request is not open to clarification
+    # (it answers a question, was skipped, or the turn continues).
+    clarification_root_id: int
+    clarification_rounds: int | None
+    # What the guesser and the clarifier read: recent turns and the workspace's names.
+    context_text: str
+    projects: tuple[str, ...]
+
+
+def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnContext:
+    conversation = Conversation.objects.select_related("owner").get(pk=conversation_id)
+    history = history_for_model(conversation=conversation, limit=history_limit)
+    request = max((m for m in history if m.role == Message.Role.USER), key=lambda m: m.pk)
+    snapshot = snapshot_for_user(user=conversation.owner)
+    config = get_ai_config()
+    meta = dict(request.metadata or {})
+    continuing = any(m.in_reply_to_id == request.pk for m in history)
+    root_id = meta.get("clarification_of") or request.pk
+    rounds = None
+    if settings.CLARIFICATION_ENABLED and not (continuing or meta.get("answer_to") or meta.get("skipped")):
+        rounds = question_selectors.clarification_rounds(conversation_id=conversation.pk, since_message_id=root_id)
+    messages = (
+        ChatMessage(role="system", content=system_prompt(snapshot, template=config.chat_system_prompt)),
+        *(as_chat_message(m) for m in history),
+    )
+    return TurnContext(
+        conversation_id=conversation.pk,
+        group_name=conversation.group_name,
+        owner=conversation.owner,
+        request_id=request.pk,
+        request_text=request.content,
+        request_metadata=meta,
+        messages=messages,
+        continuing=continuing,
+        timeouts=QuestionTimeouts(
+            low=config.question_timeout_low_seconds,
+            medium=config.question_timeout_medium_seconds,
+            high=config.question_timeout_high_seconds,
+            ask=config.ask_timeout_seconds,
+        ),
+        clarification_threshold=config.clarification_threshold,
+        clarification_prompt=config.clarification_prompt,
+        clarification_root_id=root_id,
+        clarification_rounds=rounds,
+        context_text=_context_text(messages, snapshot),
+        projects=tuple(p.project.name for p in snapshot.projects if not p.project.archived),
+    )
+
+
+def as_chat_message(message: Message) -> ChatMessage:
+    if message.role == Message.Role.TOOL:
+        return ChatMessage(role="tool", content=message.content, tool_call_id=message.tool_call_id, name=message.tool_name)
+    if message.role == Message.Role.ASSISTANT:
+        return ChatMessage(role="assistant", content=message.content or None, tool_calls=[ToolCall(**c) for c in message.tool_calls])
+    return ChatMessage(role="user", content=message.content)
+
+
+def _context_text(messages: tuple[ChatMessage, ...], snapshot: Snapshot) -> str:
+    recent = [f"{m.role}: {m.content}" for m in messages[1:] if m.content and m.role in ("user", "assistant")][-10:]
+    projects = ", ".join(p.project.name for p in snapshot.projects)
+    tasks = "; ".join(t.title for t in [*snapshot.in_progress, *snapshot.todo])
+    return "\n".join([*recent, f"projects: {projects}", f"open tasks: {tasks}"])

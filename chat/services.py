@@ -1,22 +1,81 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
-from chat.models import Conversation, Message
+from chat.models import CARD_TOOLS, Conversation, Message
+from project.errors import Conflict, Rejected
 from questions import selectors as question_selectors
 
 TITLE_CHARS = 60
+# A title is the first few words of the first message, not the whole message again.
+TITLE_WORDS = 6
 
 
-class MessageRejected(ValueError):
+class MessageRejected(Rejected):
     """A user message that cannot be accepted; the text says why, for the person who typed it."""
+
+
+class ConversationRejected(ValueError):
+    """A rename (or similar) that cannot be applied; the text says why."""
 
 
 def start_conversation(*, user) -> Conversation:
     return Conversation.objects.create(owner=user)
+
+
+@transaction.atomic
+def open_blank_conversation(*, user) -> Conversation:
+    """The user's conversation with no messages yet, created when there is none.
+
+    "New conversation" and the first visit reuse it, so empty entries never pile up in the list.
+    """
+    blank = (
+        Conversation.objects.select_for_update()
+        .filter(owner=user)
+        .exclude(Exists(Message.objects.filter(conversation=OuterRef("pk"))))
+        .order_by("-updated_at")
+        .first()
+    )
+    if blank is not None:
+        return blank
+    return Conversation.objects.create(owner=user)
+
+
+@transaction.atomic
+def rename_conversation(*, user, conversation_id, title: str) -> Conversation:
+    text = " ".join((title or "").split())
+    if not text:
+        raise ConversationRejected("A title cannot be empty.")
+    limit = Conversation.TITLE_MAX_CHARS
+    if len(text) > limit:
+        raise ConversationRejected(f"That title is {len(text)} characters; the limit is {limit}.")
+    conversation = Conversation.objects.select_for_update().get(owner=user, pk=conversation_id)
+    conversation.title = text
+    # Renaming is not activity: the list keeps its order.
+    Conversation.objects.filter(pk=conversation.pk).update(title=text)
+    return conversation
+
+
+def delete_conversation(*, user, conversation_id) -> None:
+    """Deletes the conversation with its messages and questions; another user's id does not exist."""
+    deleted, _ = Conversation.objects.filter(owner=user, pk=conversation_id).delete()
+    if not deleted:
+        raise Conversation.DoesNotExist
+
+
+def request_stop(*, user, conversation_id) -> None:
+    """Ask the running turn of this conversation to stop streaming; it keeps what it has so far.
+
+    A stored timestamp, so the worker running the turn notices it whichever process got the click.
+    """
+    updated = Conversation.objects.filter(owner=user, pk=conversation_id).update(stop_requested_at=timezone.now())
+    if not updated:
+        raise Conversation.DoesNotExist
 
 
 def validate_user_message(content: str) -> str:
@@ -42,8 +101,14 @@ def post_user_message(*, user, conversation_id, content: str) -> Message:
 
 
 def _title_from(text: str) -> str:
-    first_line = " ".join(text.split())
-    return first_line if len(first_line) <= TITLE_CHARS else first_line[: TITLE_CHARS - 1].rstrip() + "…"
+    """A short title from the first message: its first words, without trailing punctuation."""
+    words = text.split()
+    title = " ".join(words[:TITLE_WORDS]).rstrip(" ,;:.!?-–—")
+    if len(title) > TITLE_CHARS:
+        title = title[: TITLE_CHARS - 1].rstrip()
+    shortened = len(words) > TITLE_WORDS or len(" ".join(words[:TITLE_WORDS])) > TITLE_CHARS
+    title = title or " ".join(words)[: TITLE_CHARS - 1]
+    return title + "…" if shortened else title
 
 
 # --- Turn persistence: every step of a turn is a row, so nothing lives only in a coroutine.
@@ -68,11 +133,9 @@ def needs_reply(*, conversation_id) -> bool:
     return state["last_user"] is not None and (state["answered"] is None or state["last_user"] > state["answered"])
 
 
-def save_assistant_message(
-    *, conversation: Conversation, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict
-) -> Message:
+def save_assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> Message:
     return Message.objects.create(
-        conversation=conversation,
+        conversation_id=conversation_id,
         in_reply_to_id=in_reply_to_id,
         role=Message.Role.ASSISTANT,
         content=content,
@@ -81,23 +144,45 @@ def save_assistant_message(
     )
 
 
-def save_tool_result(
-    *, conversation: Conversation, in_reply_to_id: int, tool_call_id: str, tool_name: str, content: str, is_error: bool
-) -> Message:
-    return Message.objects.create(
-        conversation=conversation,
-        in_reply_to_id=in_reply_to_id,
-        role=Message.Role.TOOL,
-        content=content,
-        tool_call_id=tool_call_id,
-        tool_name=tool_name,
-        metadata={"is_error": is_error},
+@dataclass(frozen=True)
+class ToolResult:
+    tool_call_id: str
+    tool_name: str
+    content: str
+    is_error: bool
+    # Arguments the model garbled: kept for the record, left out of the history on a retry.
+    malformed: bool = False
+
+
+def save_tool_results(*, conversation_id, in_reply_to_id: int, results: list[ToolResult]) -> list[Message]:
+    return Message.objects.bulk_create(
+        [
+            Message(
+                conversation_id=conversation_id,
+                in_reply_to_id=in_reply_to_id,
+                role=Message.Role.TOOL,
+                content=r.content,
+                tool_call_id=r.tool_call_id,
+                tool_name=r.tool_name,
+                metadata={"is_error": r.is_error, **({"malformed": True} if r.malformed else {})},
+            )
+            for r in results
+        ]
     )
 
 
-def record_turn_error(*, conversation: Conversation, in_reply_to_id: int, text: str, detail: dict) -> Message:
+def save_tool_result(*, conversation_id, in_reply_to_id: int, tool_call_id: str, tool_name: str, content: str, is_error: bool) -> Message:
+    (message,) = save_tool_results(
+        conversation_id=conversation_id,
+        in_reply_to_id=in_reply_to_id,
+        results=[ToolResult(tool_call_id=tool_call_id, tool_name=tool_name, content=content, is_error=is_error)],
+    )
+    return message
+
+
+def record_turn_error(*, conversation_id, in_reply_to_id: int, text: str, detail: dict) -> Message:
     return Message.objects.create(
-        conversation=conversation, in_reply_to_id=in_reply_to_id, role=Message.Role.ERROR, content=text, metadata=detail
+        conversation_id=conversation_id, in_reply_to_id=in_reply_to_id, role=Message.Role.ERROR, content=text, metadata=detail
     )
 
 
@@ -111,8 +196,8 @@ def record_unanswered_error(*, conversation_id, text: str) -> Message | None:
     )
 
 
-class NothingToRetry(MessageRejected):
-    pass
+class NothingToRetry(Conflict):
+    """Retry asked for, but the last reply did not fail."""
 
 
 @transaction.atomic
@@ -136,3 +221,31 @@ def post_derived_user_message(*, conversation_id, content: str, metadata: dict) 
     message = Message.objects.create(conversation_id=conversation_id, role=Message.Role.USER, content=content, metadata=metadata)
     Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
     return message
+
+
+class NothingToRegenerate(MessageRejected):
+    pass
+
+
+@transaction.atomic
+def prepare_regenerate(*, user, conversation_id) -> list[int]:
+    """Remove the last reply so its turn runs again; returns the ids of the removed rows.
+
+    Only a finished, plain reply can be regenerated: a reply that asked a question or proposed
+    changes is answered through its card, and a reply still being written is stopped first.
+    """
+    conversation = Conversation.objects.select_for_update().get(owner=user, pk=conversation_id)
+    last_user = conversation.messages.filter(role=Message.Role.USER).order_by("-id").first()
+    if last_user is None:
+        raise NothingToRegenerate("There is no reply to regenerate yet.")
+    if needs_reply(conversation_id=conversation.pk) or question_selectors.has_open_group(conversation_id=conversation.pk):
+        raise NothingToRegenerate("Wait for the reply to finish (or stop it) before regenerating.")
+    turn = list(conversation.messages.filter(in_reply_to=last_user).order_by("id"))
+    final = turn[-1] if turn else None
+    if final is None or final.role != Message.Role.ASSISTANT or final.tool_calls:
+        raise NothingToRegenerate("Only the last reply can be regenerated.")
+    if any(call.get("name") in CARD_TOOLS for m in turn for call in m.tool_calls):
+        raise NothingToRegenerate("That reply asked you something; answer its card instead.")
+    removed = [m.pk for m in turn]
+    Message.objects.filter(pk__in=removed).delete()
+    return removed

@@ -4,6 +4,7 @@ The acting user is injected here by the app, never an argument the model sees or
 bad call (unknown tool, malformed JSON, invalid arguments, a project that isn't the user's)
 becomes a tool error the model can read and correct; it never raises out of the turn.
 """
+
 from __future__ import annotations
 
 import functools
@@ -12,9 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from channels.db import database_sync_to_async
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from knowledge import services as knowledge
 from llm import ToolCall, ToolSpec
@@ -30,6 +30,10 @@ NOTE_CONTENT_CHARS = 2000
 
 class ToolError(Exception):
     """A failure the model should read and may correct."""
+
+
+class MalformedArguments(ToolError):
+    """The call's arguments are not a JSON object at all."""
 
 
 class _Args(BaseModel):
@@ -88,6 +92,11 @@ class ToolOutcome:
     content: str  # JSON text handed back to the model ("" while waiting for the person)
     is_error: bool
     waiting_on: QuestionGroup | None = None
+    # Sources the result cites (numbered as the model sees them); the final reply links the ones it uses.
+    citations: tuple[dict, ...] = ()
+    # The model's arguments could not be read (not JSON, wrong shape): a mistake of the model's
+    # output, not of the request, so it is not worth repeating to the model on a retry.
+    malformed: bool = False
 
 
 def _owned_project_id(user, project_id: int | None) -> int | None:
@@ -149,7 +158,10 @@ def query_projects(ctx: ToolContext, args: QueryProjectsArgs) -> dict:
         rows = [_project(p) for p in workspace.projects_for_user(user=ctx.user)]
     else:
         rows = [
-            {**_project(s.project), "stats": {"todo": s.todo, "in_progress": s.in_progress, "completed": s.completed, "tasks": s.tasks, "notes": s.notes}}
+            {
+                **_project(s.project),
+                "stats": {"todo": s.todo, "in_progress": s.in_progress, "completed": s.completed, "tasks": s.tasks, "notes": s.notes},
+            }
             for s in workspace.project_stats_for_user(user=ctx.user)
         ]
     return {"projects": rows, "total": len(rows)}
@@ -204,7 +216,7 @@ def propose_operations(ctx: ToolContext, args: operations.ProposeOperationsArgs)
         question=f"{args.summary} — apply {count} change{'s' if count != 1 else ''}?",
         header="Confirm",
         options=[
-            OptionSpec(label="Apply", description=f"Make all {count} change{'s' if count != 1 else ''} listed above"),
+            OptionSpec(label="Apply", description="Make 1 change listed above" if count == 1 else f"Make all {count} changes listed above"),
             OptionSpec(label="Cancel", description="Change nothing"),
         ],
         allow_custom=False,
@@ -296,19 +308,19 @@ async def execute(*, ctx: ToolContext, call: ToolCall) -> ToolOutcome:
         else:
             result = await database_sync_to_async(tool.run)(ctx, args)
     except ToolError as exc:
-        return ToolOutcome(content=json.dumps({"error": str(exc)}), is_error=True)
+        return ToolOutcome(content=json.dumps({"error": str(exc)}), is_error=True, malformed=isinstance(exc, MalformedArguments))
     if isinstance(result, QuestionGroup):
         return ToolOutcome(content="", is_error=False, waiting_on=result)
-    return ToolOutcome(content=json.dumps(result, ensure_ascii=False), is_error=False)
+    return ToolOutcome(content=json.dumps(result, ensure_ascii=False), is_error=False, citations=tuple(result.get("citations") or ()))
 
 
 def _parse_arguments(tool: Tool, raw: str):
     try:
         data = json.loads(raw or "{}")
     except json.JSONDecodeError as exc:
-        raise ToolError(f"The arguments for {tool.name} are not valid JSON ({exc.msg}). Send a JSON object.") from None
+        raise MalformedArguments(f"The arguments for {tool.name} are not valid JSON ({exc.msg}). Send a JSON object.") from None
     if not isinstance(data, dict):
-        raise ToolError(f"The arguments for {tool.name} must be a JSON object.")
+        raise MalformedArguments(f"The arguments for {tool.name} must be a JSON object.")
     try:
         return tool.arguments.model_validate(data)
     except ValidationError as exc:

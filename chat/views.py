@@ -1,41 +1,99 @@
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from chat import rendering, selectors, services
 from chat.models import Conversation
 from llm import client_from_settings
 
+# Shown on an empty conversation; each works with the offline engine on any workspace.
+EXAMPLE_PROMPTS = [
+    "What can you do?",
+    "What's in progress?",
+    "How many tasks are left to do?",
+    "Find notes about the launch",
+]
+
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    conversations = selectors.conversations_for_user(user=request.user)
-    if conversations:
-        return redirect("chat:conversation", conversation_id=conversations[0].pk)
-    return render(
-        request, "chat/page.html", {"conversations": [], "conversation": None, "items": [], "engine": client_from_settings()}
-    )
+    """Straight into a usable conversation: the user's empty one, or a new one."""
+    conversation = services.open_blank_conversation(user=request.user)
+    return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
 @require_POST
 def new_conversation(request: HttpRequest) -> HttpResponse:
-    conversation = services.start_conversation(user=request.user)
+    conversation = services.open_blank_conversation(user=request.user)
     return redirect("chat:conversation", conversation_id=conversation.pk)
+
+
+def _own_conversation(request: HttpRequest, conversation_id) -> Conversation:
+    try:
+        return selectors.conversation_for_user(user=request.user, conversation_id=conversation_id)
+    except Conversation.DoesNotExist:
+        raise Http404("No such conversation") from None
 
 
 @require_GET
 def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
-    try:
-        conversation = selectors.conversation_for_user(user=request.user, conversation_id=conversation_id)
-    except Conversation.DoesNotExist:
-        raise Http404("No such conversation") from None
+    conversation = _own_conversation(request, conversation_id)
+    conversations = selectors.conversations_for_user(user=request.user)
     return render(
         request,
         "chat/page.html",
         {
-            "conversations": selectors.conversations_for_user(user=request.user),
+            "groups": selectors.grouped_by_day(conversations),
             "conversation": conversation,
-            "items": [(kind, rendering.question_card(obj) if kind == "questions" else obj) for kind, obj in selectors.thread_items(conversation=conversation)],
+            "items": [
+                (kind, rendering.question_card(obj) if kind == "questions" else obj)
+                for kind, obj in selectors.thread_items(conversation=conversation)
+            ],
             "engine": client_from_settings(),
+            "example_prompts": EXAMPLE_PROMPTS,
         },
     )
+
+
+@require_GET
+def search(request: HttpRequest) -> HttpResponse:
+    """The conversation list, filtered by title and message text (the sidebar's search box)."""
+    query = request.GET.get("q", "")
+    conversations = selectors.conversations_for_user(user=request.user, query=query)
+    current = None
+    if current_id := request.GET.get("current"):
+        current = next((c for c in conversations if str(c.pk) == current_id), None)
+    return render(
+        request,
+        "chat/_conversation_list.html",
+        {"groups": selectors.grouped_by_day(conversations), "conversation": current, "query": query.strip()},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def rename(request: HttpRequest, conversation_id) -> HttpResponse:
+    """GET: the title as an editable field (or back to the title with ?cancel=1). POST: save it."""
+    conversation = _own_conversation(request, conversation_id)
+    if request.method == "GET":
+        editing = not request.GET.get("cancel")
+        return render(
+            request, "chat/_conversation_header.html", {"conversation": conversation, "editing": editing, "title": conversation.title}
+        )
+    title = request.POST.get("title", "")
+    try:
+        conversation = services.rename_conversation(user=request.user, conversation_id=conversation.pk, title=title)
+    except services.ConversationRejected as exc:
+        context = {"conversation": conversation, "editing": True, "title": title, "error": str(exc)}
+        return render(request, "chat/_conversation_header.html", context, status=422)
+    header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
+    return HttpResponse(header + rendering.conversation_link(conversation))
+
+
+@require_POST
+def delete(request: HttpRequest, conversation_id) -> HttpResponse:
+    try:
+        services.delete_conversation(user=request.user, conversation_id=conversation_id)
+    except Conversation.DoesNotExist:
+        raise Http404("No such conversation") from None
+    return redirect("chat:home")

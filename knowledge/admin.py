@@ -1,15 +1,20 @@
 from __future__ import annotations
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponseRedirect
+from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
-from knowledge import selectors, services
-from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource
+from knowledge import prompts, selectors, services
+from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource, RebuildJob
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -25,27 +30,129 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
+# Settings that belong to the deployment (where the model is, transport limits, feature switches)
+# come from the environment and are shown read-only; product policy is edited on this page.
+ENVIRONMENT_SETTINGS = [
+    ("LLM_BASE_URL", "Model endpoint (empty: the offline engine)"),
+    ("LLM_MODEL", "Model name"),
+    ("LLM_API_KEY", "API key"),
+    ("LLM_TIMEOUT_SECONDS", "Timeout of each model call, in seconds"),
+    ("LLM_MAX_RETRIES", "Retries after a transient model failure"),
+    ("AGENT_MAX_LLM_CALLS", "Model calls per chat turn"),
+    ("CHAT_MESSAGE_MAX_CHARS", "Longest message a person may send"),
+    ("CLARIFICATION_ENABLED", "Ask clarifying questions before acting"),
+    ("QUESTION_DETECTOR_ENABLED", "Turn questions in replies into cards"),
+    ("QUESTION_GUESSER_ENABLED", "Rank a question's options with the model"),
+    ("QUESTION_PAUSE_CAP_SECONDS", "Longest a countdown may stay paused while typing"),
+    ("QUESTIONS_MAX_PENDING_PER_USER", "Open questions per person"),
+    ("QUESTIONS_MIN_INTERVAL_SECONDS", "Minimum seconds between new questions in a conversation"),
+]
+SECRET_SETTINGS = {"LLM_API_KEY"}
+
+
+class AIConfigForm(forms.ModelForm):
+    """Prompt fields get a "reset to default" box; prompts the code fills in are checked for
+    placeholders it does not know (an unknown {name} would break every turn)."""
+
+    class Meta:
+        model = AIConfig
+        fields = "__all__"  # noqa: DJ007  (the admin's fieldsets choose which fields show)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field, default in prompts.defaults_by_field().items():
+            if field in self.fields and self.instance.pk and not getattr(self.instance, field):
+                self.initial[field] = default  # an empty prompt means the built-in one: show it
+
+    def clean(self):
+        cleaned = super().clean()
+        defaults = prompts.defaults_by_field()
+        for field, default in defaults.items():
+            if cleaned.get(f"reset_{field}"):
+                cleaned[field] = default
+                self.errors.pop(field, None)
+                continue
+            built_in = prompts.BUILT_IN_PROMPTS.get(field)
+            text = cleaned.get(field)
+            if built_in is not None and text:
+                try:
+                    text.format(**{name: "" for name in built_in.placeholders})
+                except (KeyError, IndexError, ValueError) as exc:
+                    allowed = ", ".join("{" + name + "}" for name in built_in.placeholders)
+                    problem = f"unknown placeholder {{{exc.args[0]}}}" if isinstance(exc, KeyError) else "a stray { or }"
+                    self.add_error(field, f"This prompt has {problem}. It may use {allowed}; write {{{{ and }}}} for literal braces.")
+        return cleaned
+
+
+def _reset_box() -> forms.BooleanField:
+    return forms.BooleanField(
+        required=False, label="Reset to default", help_text="Replace the text above with the built-in prompt when saving."
+    )
+
+
+PROMPT_FIELDS = [
+    "gating_prompt", "selection_prompt", "summarization_prompt", "answer_prompt", "verification_prompt",
+    "answer_scope_prompt", "refusal_policy", "chat_system_prompt", "clarification_prompt",
+]  # fmt: skip
+for _field in PROMPT_FIELDS:
+    AIConfigForm.base_fields[f"reset_{_field}"] = AIConfigForm.declared_fields[f"reset_{_field}"] = _reset_box()
+
+
 @admin.register(AIConfig)
 class AIConfigAdmin(admin.ModelAdmin):
     """One row: the list page goes straight to it."""
 
+    form = AIConfigForm
     fieldsets = [
-        ("Timeouts and retries", {"fields": ["request_timeout_seconds", "llm_timeout_seconds", "max_retries"]}),
+        (
+            "From the environment (read-only)",
+            {
+                "fields": ["environment_settings"],
+                "description": "Deployment settings are read from environment variables (or .env) when Clarion starts; "
+                "change them there and restart. Everything below this box is stored in the database and edited here; "
+                "it applies from the next request.",
+            },
+        ),
+        (
+            "Knowledge-base answers",
+            {
+                "fields": ["request_timeout_seconds"],
+                "description": "Each model call's timeout and retries are LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES above, as in the chat.",
+            },
+        ),
         (
             "What the knowledge base answers",
             {
-                "fields": ["answer_scope_prompt", "refusal_policy"],
+                "fields": ["answer_scope_prompt", "reset_answer_scope_prompt", "refusal_policy", "reset_refusal_policy"],
                 "description": "Read by the gate before anything else: tune what the assistant answers and what it ignores.",
             },
         ),
         (
-            "Prompts",
+            "Chat prompts",
             {
-                "fields": ["gating_prompt", "selection_prompt", "answer_prompt", "verification_prompt", "summarization_prompt"],
+                "fields": ["chat_system_prompt", "reset_chat_system_prompt", "clarification_prompt", "reset_clarification_prompt"],
+                "description": "The chat agent's instructions, and the check that decides when to ask before acting.",
+            },
+        ),
+        (
+            "Knowledge-base prompts",
+            {
+                "fields": [
+                    "gating_prompt",
+                    "reset_gating_prompt",
+                    "selection_prompt",
+                    "reset_selection_prompt",
+                    "answer_prompt",
+                    "reset_answer_prompt",
+                    "verification_prompt",
+                    "reset_verification_prompt",
+                    "summarization_prompt",
+                    "reset_summarization_prompt",
+                ],
                 "description": "The JSON format each step must return is appended automatically. "
                 "A changed summarisation prompt applies to new and changed sources; run rebuild_kb_index --force to apply it to all.",
             },
-        ),
+        ),  # fmt: skip
         ("Answers", {"fields": ["max_sources", "max_source_chars", "max_answer_chars", "require_citations"]}),
         (
             "Questions the assistant asks",
@@ -60,7 +167,7 @@ class AIConfigAdmin(admin.ModelAdmin):
             },
         ),
     ]
-    readonly_fields = ["updated_at"]
+    readonly_fields = ["environment_settings", "updated_at"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -71,6 +178,23 @@ class AIConfigAdmin(admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context=None):
         config = selectors.get_ai_config()
         return HttpResponseRedirect(reverse("admin:knowledge_aiconfig_change", args=[config.pk]))
+
+    @admin.display(description="Environment")
+    def environment_settings(self, obj: AIConfig | None = None) -> str:
+        rows = []
+        for name, meaning in ENVIRONMENT_SETTINGS:
+            value = getattr(settings, name, "")
+            if name in SECRET_SETTINGS:
+                shown = "set (hidden)" if value else "not set"
+            elif value in ("", None):
+                shown = "not set"
+            else:
+                shown = str(value)
+            rows.append(format_html('<tr><th scope="row"><code>{}</code></th><td>{}</td><td>{}</td></tr>', name, shown, meaning))
+        header = mark_safe('<thead><tr><th scope="col">Variable</th><th scope="col">Value</th><th scope="col">Meaning</th></tr></thead>')
+        return format_html(
+            '<table class="environment-settings">{}<tbody>{}</tbody></table>', header, format_html_join("", "{}", ((r,) for r in rows))
+        )
 
 
 class SummaryStatusFilter(admin.SimpleListFilter):
@@ -90,6 +214,21 @@ class SummaryStatusFilter(admin.SimpleListFilter):
         return queryset
 
 
+SOURCE_FIELDS = (
+    "source_id",
+    "title",
+    "kind",
+    "summary",
+    "content_hash",
+    "summary_hash",
+    "last_summary_error",
+    "page_link",
+    "created_at",
+    "updated_at",
+    "content",
+)
+
+
 @admin.register(KnowledgeSource)
 class KnowledgeSourceAdmin(ReadOnlyAdmin):
     """Read-only: sources come from the configured folders and URLs through rebuild_kb_index."""
@@ -97,13 +236,14 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
     list_display = ["title", "source_id", "kind", "short_summary", "short_hash", "summary_state", "updated_at"]
     list_filter = [SummaryStatusFilter, "kind"]
     search_fields = ["source_id", "title", "summary"]
-    fields = ["source_id", "title", "kind", "summary", "content_hash", "summary_hash", "last_summary_error", "page_link", "created_at", "updated_at", "content"]
-    readonly_fields = fields
+    fields = readonly_fields = SOURCE_FIELDS
     actions = ["rebuild_index", "resummarise_and_rebuild"]
+
+    class Media:
+        css = {"all": ["css/admin.css"]}
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("search_vector")
-
 
     @admin.display(description="summary")
     def short_summary(self, obj: KnowledgeSource) -> str:
@@ -116,7 +256,7 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
     @admin.display(description="summary state")
     def summary_state(self, obj: KnowledgeSource) -> str:
         if obj.last_summary_error:
-            return format_html('<span title="{}" style="color:#b3261e">failed</span>', obj.last_summary_error)
+            return format_html('<span title="{}" class="kb-failed">failed</span>', obj.last_summary_error)
         return "ok" if obj.summary else "missing"
 
     @admin.display(description="page")
@@ -124,35 +264,57 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
         return format_html('<a href="{}">{}</a>', obj.url, obj.url)
 
     @admin.action(description="Rebuild index (new and changed sources only)")
-    def rebuild_index(self, request: HttpRequest, queryset) -> None:
-        _start_rebuild(request)
+    def rebuild_index(self, request: HttpRequest, queryset) -> HttpResponseRedirect:
+        return _start_rebuild(request)
 
     @admin.action(description="Re-summarise the selected sources and rebuild the index")
-    def resummarise_and_rebuild(self, request: HttpRequest, queryset) -> None:
+    def resummarise_and_rebuild(self, request: HttpRequest, queryset) -> HttpResponseRedirect:
         ids = list(queryset.values_list("source_id", flat=True))
-        _start_rebuild(request, force_source_ids=ids)
+        return _start_rebuild(request, force_source_ids=ids)
 
 
-def _start_rebuild(request: HttpRequest, *, force_source_ids: list[str] | None = None) -> None:
-    if selectors.rebuild_in_progress():
-        messages.warning(request, "A rebuild is already running; try again when it has finished.")
-        return
-    services.start_rebuild_in_background(force_source_ids=force_source_ids or [])
-    messages.success(
-        request,
-        "Rebuild started in the background. The current index keeps serving answers until the new one is complete; "
-        "reload the knowledge-base index page to see the result.",
-    )
+def _start_rebuild(request: HttpRequest, *, force_source_ids: list[str] | None = None) -> HttpResponseRedirect:
+    """Queue a durable rebuild job, run it in a thread of this process, and show its progress."""
+    try:
+        job = services.request_rebuild(user=request.user, force_source_ids=force_source_ids or [], via="admin")
+    except services.RebuildAlreadyRunning as exc:
+        messages.warning(request, f"{exc} Its progress is shown below; try again when it has finished.")
+    else:
+        services.run_rebuild_job_in_background(job_id=job.pk)
+        what = (
+            f"re-summarising {len(job.force_source_ids)} selected source{pluralize(len(job.force_source_ids))}"
+            if job.force_source_ids
+            else "new and changed sources only"
+        )
+        messages.success(
+            request, f"Rebuild #{job.pk} started ({what}). The current index keeps serving answers until the new one is complete."
+        )
+    return HttpResponseRedirect(reverse("admin:knowledge_knowledgeindex_changelist"))
+
+
+def rebuild_status_context() -> dict:
+    """The latest rebuild job, after reporting the ones whose process died."""
+    services.fail_stale_rebuild_jobs()
+    job = RebuildJob.objects.select_related("requested_by").first()
+    return {"job": job, "job_requested_by": requested_by_text(job) if job else "", "poll_seconds": REBUILD_POLL_SECONDS}
+
+
+# The index page asks for the running job's progress this often (htmx polling, no inline script).
+REBUILD_POLL_SECONDS = 2
 
 
 @admin.register(KnowledgeIndex)
 class KnowledgeIndexAdmin(ReadOnlyAdmin):
     """A read-only page: the current artifact, its build, the sources whose summary failed."""
 
-
     def get_urls(self):
         rebuild = self.admin_site.admin_view(require_POST(self.rebuild_view))
-        return [path("rebuild/", rebuild, name="knowledge_knowledgeindex_rebuild"), *super().get_urls()]
+        status = self.admin_site.admin_view(require_GET(self.rebuild_status_view))
+        return [
+            path("rebuild/", rebuild, name="knowledge_knowledgeindex_rebuild"),
+            path("rebuild/status/", status, name="knowledge_knowledgeindex_rebuild_status"),
+            *super().get_urls(),
+        ]
 
     def changelist_view(self, request: HttpRequest, extra_context=None):
         if not self.has_view_permission(request):
@@ -165,17 +327,56 @@ class KnowledgeIndexAdmin(ReadOnlyAdmin):
             "builds": KnowledgeIndex.objects.defer("text")[:10],
             "counts": selectors.source_counts(),
             "failed_sources": selectors.sources_with_failed_summaries()[:200],
-            "rebuild_running": selectors.rebuild_in_progress(),
+            **rebuild_status_context(),
             "can_rebuild": request.user.has_perm("knowledge.change_knowledgesource") or request.user.is_superuser,
         }
         return TemplateResponse(request, "knowledge/admin_index_page.html", context)
 
     def rebuild_view(self, request: HttpRequest):
         if request.user.is_superuser or request.user.has_perm("knowledge.change_knowledgesource"):
-            _start_rebuild(request)
-        else:
-            messages.error(request, "You do not have permission to rebuild the index.")
+            return _start_rebuild(request)
+        messages.error(request, "You do not have permission to rebuild the index.")
         return HttpResponseRedirect(reverse("admin:knowledge_knowledgeindex_changelist"))
+
+    def rebuild_status_view(self, request: HttpRequest):
+        """The progress partial the index page polls while a rebuild runs."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return TemplateResponse(request, "knowledge/_rebuild_status.html", {**rebuild_status_context(), "polled": True})
+
+
+@admin.register(RebuildJob)
+class RebuildJobAdmin(ReadOnlyAdmin):
+    """Every requested rebuild: who asked, when it ran, how far it got and how it ended."""
+
+    list_display = ["__str__", "status", "progress", "requested", "started_at", "finished_at", "short_outcome"]
+    list_filter = ["status", "requested_via"]
+    fields = readonly_fields = (
+        "status", "requested", "force", "force_source_ids", "total", "done", "failed", "current_source",
+        "worker", "created_at", "started_at", "heartbeat_at", "finished_at", "outcome", "error",
+    )  # fmt: skip
+
+    def get_queryset(self, request):
+        services.fail_stale_rebuild_jobs()
+        return super().get_queryset(request).select_related("requested_by")
+
+    @admin.display(description="progress")
+    def progress(self, obj: RebuildJob) -> str:
+        return f"{obj.done}/{obj.total}" + (f", {obj.failed} failed" if obj.failed else "")
+
+    @admin.display(description="requested by")
+    def requested(self, obj: RebuildJob) -> str:
+        return requested_by_text(obj)
+
+    @admin.display(description="outcome")
+    def short_outcome(self, obj: RebuildJob) -> str:
+        return Truncator(obj.error if obj.status == RebuildJob.Status.FAILED else obj.outcome).chars(120)
+
+
+def requested_by_text(job: RebuildJob) -> str:
+    if job.requested_via == "command":
+        return "manage.py rebuild_kb_index"
+    return job.requested_by.get_username() if job.requested_by else "a deleted user"
 
 
 @admin.register(AdapterToken)
@@ -183,6 +384,12 @@ class AdapterTokenAdmin(admin.ModelAdmin):
     list_display = ["name", "prefix", "is_active", "created_at", "last_used_at"]
     list_filter = ["is_active"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
+    actions = ["deactivate_selected"]
+
+    @admin.action(description="Deactivate the selected tokens (requests with them are refused)")
+    def deactivate_selected(self, request: HttpRequest, queryset) -> None:
+        count = services.deactivate_adapter_tokens(token_ids=list(queryset.values_list("pk", flat=True)))
+        messages.success(request, f"Deactivated {count} token{'' if count == 1 else 's'}.")
 
     def get_fields(self, request, obj=None):
         return ["name"] if obj is None else ["name", "prefix", "is_active", "created_at", "last_used_at"]

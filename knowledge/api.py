@@ -1,13 +1,15 @@
-"""The adapter API: `POST /api/v1/reply` — seed 004's "the adapter treats the AI module as a single
+"""The adapter API: `POST /api/v1/reply` — "the adapter treats the AI module as a single
 async call", over HTTP, so a Discord or Slack bot can live outside Clarion.
 
 Token-authenticated (`Authorization: Bearer <token>` from `manage.py create_adapter_token`), so
 exempt from the login requirement and from CSRF, which protect cookie sessions only.
 """
+
 from __future__ import annotations
 
 import json
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -50,6 +52,8 @@ async def reply(request: HttpRequest) -> JsonResponse:
         return _error(400, f"{first['field']}: {first['message']}", field=first["field"], errors=errors)
     await services.arecord_adapter_token_use(token=token)
     result = await services.generate_reply(conversation=body.conversation, context=body.context)
+    # A bot's users have no Clarion session: citations open their section through signed links.
+    result = await sync_to_async(services.with_shared_links)(result=result, request_base=request.build_absolute_uri("/"))
     return JsonResponse(result.model_dump(mode="json"))
 
 

@@ -4,6 +4,7 @@ The markers in the text are the truth: every citation returned corresponds to an
 can see, numbered 1..m in order of first appearance. A marker naming anything that was not
 loaded is removed from the text and reported as dropped.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,7 +13,8 @@ from dataclasses import dataclass, field
 MARKER = re.compile(r"\[(\d{1,3})\]")
 # Citations written after the full stop ("... endpoint. [1]") are moved before it, so a sentence
 # and its markers stay together when the text is split or cut.
-_MARKERS_AFTER_STOP = re.compile(r"([.!?])((?:\s*\[\d{1,3}\])+)")
+# A run of stops ("...", "?!") moves as a whole: "It waits... [1]" becomes "It waits [1]...".
+_MARKERS_AFTER_STOP = re.compile(r"(?<![.!?…\s])([.!?…]+)((?:[ \t]*\[\d{1,3}\])+)")
 _SPACES_BEFORE_MARKER = re.compile(r"[ \t]+(?=\[\d{1,3}\])")
 _REPEATED_MARKER = re.compile(r"(\[\d{1,3}\])(?:\s*\1)+")
 
@@ -26,9 +28,25 @@ class CitedText:
     dropped: list[int] = field(default_factory=list)
 
 
+# Code is quoted as written: `items[1]` is not a citation, and "def .iter_raw" keeps its space.
+_CODE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$|(`+)[^`\n]+?\2", re.MULTILINE | re.DOTALL)
+
+
 def normalise(text: str, *, available: int) -> CitedText:
     """Keep markers 1..available, renumber them 1..m by first appearance, drop the rest."""
-    text = _MARKERS_AFTER_STOP.sub(lambda m: f"{_spaced(m.group(2))}{m.group(1)}", text.strip())
+    code: list[str] = []
+
+    def hide(match: re.Match) -> str:
+        code.append(match.group(0))
+        return f"\x00{len(code) - 1}\x00"
+
+    cited = _normalise(_CODE.sub(hide, text.strip()), available=available)
+    restored = re.sub(r"\x00(\d+)\x00", lambda m: code[int(m.group(1))], cited.text)
+    return CitedText(text=restored, order=cited.order, dropped=cited.dropped)
+
+
+def _normalise(text: str, *, available: int) -> CitedText:
+    text = _MARKERS_AFTER_STOP.sub(lambda m: f"{_spaced(m.group(2))}{m.group(1)}", text)
     order: list[int] = []
     dropped: list[int] = []
     for match in MARKER.finditer(text):
@@ -41,14 +59,15 @@ def normalise(text: str, *, available: int) -> CitedText:
     renumber = {old: new for new, old in enumerate(order, start=1)}
 
     def replace(match: re.Match) -> str:
-        n = int(match.group(1))
-        return f"[{renumber[n]}]" if n in renumber else ""
+        n = int(match.group(2))
+        if n in renumber:
+            return f"{match.group(1)}[{renumber[n]}]{match.group(3) or ''}"
+        return ""  # with the spaces around it, so no gap is left before the punctuation
 
-    text = MARKER.sub(replace, text)
+    text = re.sub(r"([ \t]*)\[(\d{1,3})\]([ \t]+(?=[.,;:!?]))?", replace, text)
     text = _REPEATED_MARKER.sub(r"\1", text)
     text = _SPACES_BEFORE_MARKER.sub(" ", text)
-    text = re.sub(r"[ \t]+([.,;:!?])", r"\1", text)  # where a dropped marker left a gap
-    text = re.sub(r"[ \t]{2,}", " ", text).strip()
+    text = re.sub(r"(?<=\S)[ \t]{2,}", " ", text).strip()
     return CitedText(text=text, order=order, dropped=dropped)
 
 

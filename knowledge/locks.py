@@ -3,6 +3,7 @@
 The lock is held on a connection of its own for the length of the rebuild, so it is released
 when the rebuild ends or its process dies (Postgres drops a dead session's locks).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -12,11 +13,13 @@ from typing import Iterator
 import psycopg
 from django.db import connection
 
+from project.embedded_pg import connection_settings
+
 REBUILD_LOCK_KEY = int.from_bytes(hashlib.sha256(b"clarion.knowledge.rebuild_kb_index").digest()[:8], "big", signed=True)
 
 
 def _connect() -> psycopg.Connection:
-    s = connection.settings_dict
+    s = connection_settings(connection.settings_dict)  # starts the embedded server if need be
     conninfo = psycopg.conninfo.make_conninfo(
         dbname=s["NAME"], user=s["USER"] or None, password=s["PASSWORD"] or None, host=s["HOST"] or None, port=s["PORT"] or None
     )
@@ -27,7 +30,8 @@ def _connect() -> psycopg.Connection:
 def rebuild_lock() -> Iterator[bool]:
     """Yields True while this caller holds the rebuild lock, False when another process does."""
     with _connect() as conn:
-        acquired = bool(conn.execute("SELECT pg_try_advisory_lock(%s)", [REBUILD_LOCK_KEY]).fetchone()[0])
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", [REBUILD_LOCK_KEY]).fetchone()
+        acquired = bool(row and row[0])
         try:
             yield acquired
         finally:

@@ -1,17 +1,24 @@
-"""Prometheus metrics of the knowledge pipeline (seed 004), in the process-wide default registry.
+"""Prometheus metrics of the knowledge pipeline, in the process-wide default registry.
 
-`/metrics` (knowledge.views.metrics) exposes that registry, so metrics other apps register there
-(question outcomes, agent calls) appear beside these. Counts are per process: with several
-Daphne workers, scrape each one.
+`/metrics` (knowledge.views.metrics) serves `exposition()`: the default registry, so metrics other
+apps register there (question outcomes, agent calls) appear beside these — or, in prometheus-client's
+multiprocess mode (PROMETHEUS_MULTIPROC_DIR set before the process starts; `manage.py up` sets a
+fresh one per run), the totals of every worker process writing to that directory.
 """
+
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+import os
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from llm.metrics import LLM_CALL_SECONDS  # noqa: F401  (defined at the LLM boundary; re-exported)
 
 AI_REQUESTS = Counter(
-    "ai_requests", "Knowledge-base answer requests by result.", ["result"]  # answered | skipped | error
+    "ai_requests",
+    "Knowledge-base answer requests by result.",
+    ["result"],  # answered | skipped | error
 )
 AI_GATE = Counter("ai_gate", "Gate decisions by whether the question is answerable.", ["answerable"])
 AI_VERIFICATION = Counter("ai_verification", "Verification decisions by whether the draft was good enough.", ["good_enough"])
@@ -24,3 +31,12 @@ for result in ("answered", "skipped", "error"):
 for flag in ("true", "false"):
     AI_GATE.labels(answerable=flag)
     AI_VERIFICATION.labels(good_enough=flag)
+
+
+def exposition() -> bytes:
+    """The text exposition of every metric: this process's, or all workers' in multiprocess mode."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)

@@ -3,20 +3,23 @@
 Sources and the index are written only by `rebuild_kb_index`, in one transaction at the end of a
 build, so what answers read (index text, source rows) always belongs to one complete build.
 """
+
 from __future__ import annotations
 
 import hashlib
 
+from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.db.models.expressions import CombinedExpression
 from django.urls import reverse
 
 from knowledge import prompts
 
 
-def source_search_vector() -> SearchVector:
+def source_search_vector() -> CombinedExpression:
     """The one expression behind the sources' full-text column, its GIN index and every ranking.
 
     Weighted so a match in a title outranks one in a summary, which outranks one in the body.
@@ -54,9 +57,7 @@ class KnowledgeSource(models.Model):
     # changed source's new summary keeps failing (the old one is served meanwhile).
     summary_hash = models.CharField(max_length=64, blank=True)
     last_summary_error = models.TextField(blank=True)
-    search_vector = models.GeneratedField(
-        expression=source_search_vector(), output_field=SearchVectorField(), db_persist=True
-    )
+    search_vector = models.GeneratedField(expression=source_search_vector(), output_field=SearchVectorField(), db_persist=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -78,11 +79,17 @@ class KnowledgeSource(models.Model):
 
     @property
     def index_line(self) -> str:
-        return index_line(self.source_id, self.summary)
+        return index_line(self.source_id, self.summary, title=self.title)
 
 
-def index_line(source_id: str, summary: str) -> str:
-    return f"{source_id} — {' '.join(summary.split())}"
+def index_line(source_id: str, summary: str, *, title: str = "") -> str:
+    """`source_id — Title: summary`: the selector reads each page's real title (the first
+    top-level heading outside code), unless the summary already opens with it."""
+    summary = " ".join(summary.split())
+    title = " ".join(title.split())
+    if title and not summary.lower().startswith(title.lower()):
+        return f"{source_id} — {title}: {summary}"
+    return f"{source_id} — {summary}"
 
 
 class SummaryDraft(models.Model):
@@ -100,6 +107,9 @@ class SummaryDraft(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source_id", "content_hash"], name="kb_summary_draft_unique")]
 
+    def __str__(self) -> str:
+        return f"Draft summary of {self.source_id}"
+
 
 class KnowledgeIndex(models.Model):
     """One build of the index artifact: a `source_id — summary` line per source."""
@@ -116,9 +126,7 @@ class KnowledgeIndex(models.Model):
         ordering = ["-built_at", "-id"]
         verbose_name = "knowledge-base index"
         verbose_name_plural = "knowledge-base index"
-        constraints = [
-            models.UniqueConstraint(fields=["is_current"], condition=models.Q(is_current=True), name="kb_index_one_current")
-        ]
+        constraints = [models.UniqueConstraint(fields=["is_current"], condition=models.Q(is_current=True), name="kb_index_one_current")]
 
     def __str__(self) -> str:
         return f"Index of {self.source_count} sources, built {self.built_at:%Y-%m-%d %H:%M}"
@@ -129,19 +137,14 @@ def _positive(max_value: float):
 
 
 class AIConfig(models.Model):
-    """Prompts and policies of the AI features, one row edited in the admin (seed 004's `ai.*`)."""
+    """Prompts and policies of the AI features, one row edited in the admin (the `ai.*` settings)."""
 
     singleton = models.BooleanField(default=True, unique=True, editable=False)
 
-    # Timeouts and retries
+    # End-to-end limit of one answer (product policy). Each model call's timeout and retries are
+    # the environment's LLM_TIMEOUT_SECONDS / LLM_MAX_RETRIES, shared with the chat.
     request_timeout_seconds = models.FloatField(
         default=60.0, validators=_positive(600), help_text="End-to-end limit for one knowledge-base answer."
-    )
-    llm_timeout_seconds = models.FloatField(
-        default=20.0, validators=_positive(300), help_text="Limit for each model call (gate, selection, answer, verification, summary)."
-    )
-    max_retries = models.PositiveSmallIntegerField(
-        default=2, validators=[MaxValueValidator(5)], help_text="Extra attempts after a transient provider failure (timeouts, 429, 5xx)."
     )
 
     # Prompts
@@ -156,17 +159,28 @@ class AIConfig(models.Model):
     refusal_policy = models.TextField(
         default=prompts.default_refusal_policy, help_text="What to ignore and what to decline (used by the gate)."
     )
+    chat_system_prompt = models.TextField(
+        default=prompts.default_chat_system_prompt,
+        blank=True,
+        help_text="The chat agent's system prompt. {today} and {snapshot} (the workspace summary) are filled in. Empty: the built-in prompt.",
+    )
+    clarification_prompt = models.TextField(
+        default=prompts.default_clarification_prompt,
+        blank=True,
+        help_text="Decides whether a request is clear enough or needs questions first. {threshold}, {context} and {request} "
+        "are filled in. Empty: the built-in prompt.",
+    )
 
     # Answer policy
     max_sources = models.PositiveSmallIntegerField(
         default=4, validators=[MinValueValidator(1), MaxValueValidator(20)], help_text="Sources loaded per answer."
     )
     max_source_chars = models.PositiveIntegerField(
-        default=12000, validators=[MinValueValidator(500), MaxValueValidator(200_000)], help_text="Characters of each loaded source shown to the model."
+        default=12000,
+        validators=[MinValueValidator(500), MaxValueValidator(200_000)],
+        help_text="Characters of each loaded source shown to the model.",
     )
-    max_answer_chars = models.PositiveIntegerField(
-        default=1500, validators=[MinValueValidator(100), MaxValueValidator(20_000)]
-    )
+    max_answer_chars = models.PositiveIntegerField(default=1500, validators=[MinValueValidator(100), MaxValueValidator(20_000)])
     require_citations = models.BooleanField(default=True, help_text="No citation, no reply.")
 
     # Questions the assistant asks (questions/)
@@ -209,3 +223,52 @@ class AdapterToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class RebuildJob(models.Model):
+    """One requested rebuild of the index, durable across processes.
+
+    The admin and `manage.py rebuild_kb_index` both create one and a runner in some process
+    claims it; while it runs, that runner writes its progress and a heartbeat here, so any
+    process can report it, and a job whose process died (no heartbeat, rebuild lock free) is
+    seen as such instead of looking forever busy.
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        SUCCEEDED = "succeeded", "finished"
+        FAILED = "failed", "failed"
+
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    force = models.BooleanField(default=False, help_text="Summarise every source again.")
+    force_source_ids = models.JSONField(default=list, blank=True, help_text="Sources summarised again even if unchanged.")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    requested_via = models.CharField(max_length=16, default="admin")
+    total = models.PositiveIntegerField(default=0, help_text="Sources to summarise in this build.")
+    done = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    current_source = models.CharField(max_length=1000, blank=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="host:pid of the process running it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "index rebuild"
+        indexes = [models.Index(fields=["status"], name="kb_rebuild_job_status")]
+
+    def __str__(self) -> str:
+        return f"Rebuild #{self.pk} ({self.get_status_display()})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def percent(self) -> int:
+        return 100 * self.done // self.total if self.total else 0

@@ -5,21 +5,27 @@ so the graph is identical with or without a model:
 
 - gate: a question is a sentence that asks (interrogative opening, "?", "explain ...") and has
   content words; the free-text scope and refusal policy need a model and are not applied.
-- selection: Postgres full-text ranking (selectors.rank_sources), in the pipeline.
-- answer: the loaded sources' sentences that share the most words with the question, quoted
-  verbatim with [n] citations, in reading order.
+- selection: BM25 over sections with the current build's statistics (knowledge.ranking), in the pipeline.
+- answer: the passage of the loaded sources that covers the question's rare terms best — its
+  sentences, list items, code blocks or table rows, quoted verbatim with [n] citations under the
+  heading that gives them their subject; a whole short section when it is short enough; a second
+  source when the first leaves part of the question uncovered. Silence when nothing covers it.
 - verification: every sentence must cite a source and be found in (or almost entirely covered
-  by the words of) what it cites.
+  by the words of) what it cites; every quoted code block or table row must be in its source.
 """
+
 from __future__ import annotations
 
 import functools
 import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from knowledge.citations import MARKER
+from knowledge.ranking import query_terms
 from knowledge.schemas import DraftAnswer, GateDecision, VerificationDecision
-from knowledge.text import Unit, normalise_for_match, split_sentences, terms, units, words
+from knowledge.text import Unit, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
 
 INTERROGATIVES = frozenset(
     "how what why when where which who whom whose can could does do did is are was were should shall will would may might has have am".split()
@@ -30,11 +36,20 @@ ASKING_PHRASES = (
     "walk me through", "guide me",
 )  # fmt: skip
 ANSWER_UNITS = 4
-# A sentence quoted in an answer shares at least this share of the question's content words
-# (counting its section heading), so a lone common word ("model") does not make an answer.
-MIN_COVERAGE = 0.5
+# The share of the question's weight (idf, so rare words count most) that the quoted passage —
+# with its section's headings and its page title — must cover, and that the quoted piece itself
+# must carry: a lone common word ("model") does not make an answer.
+MIN_COVERAGE = 0.62
+MIN_OWN = 0.3
 SUPPORTED_COVERAGE = 0.8
-RELATIVE_CUTOFF = 0.85
+RELATIVE_CUTOFF = 0.55
+SHORT_SECTION_CHARS = 600
+SECOND_SOURCE_SHARE = 0.3
+LIST_ITEMS = 10
+# A question that needs two pages: each covers at least PAIR_COVERAGE, together PAIR_TOGETHER.
+PAIR_COVERAGE = 0.3
+PAIR_TOGETHER = 0.85
+PAIR_OWN_PART = 0.2
 
 
 def gate(question: str) -> GateDecision:
@@ -53,115 +68,373 @@ def gate(question: str) -> GateDecision:
 
 
 @dataclass(frozen=True)
-class _Candidate:
-    score: float
-    source: int  # 1-based number of the loaded source
-    position: int
-    text: str
+class _Piece:
+    unit: Unit
+    terms: frozenset[str]
+    weak: frozenset[str] = frozenset()  # terms only found inside code: names and strings count half
+    linking: frozenset[str] = frozenset()  # terms inside its links: they name another page
+
+
+@dataclass(frozen=True)
+class _Section:
+    heading: str
+    context: frozenset[str]  # terms of the headings above it (page title added per request)
+    terms: frozenset[str]  # terms of everything in it
+    pieces: tuple[_Piece, ...]
+    chars: int
 
 
 @dataclass(frozen=True)
 class _Analysed:
-    units: list[tuple[Unit, frozenset[str], frozenset[str]]]  # unit, its terms, its heading's terms
+    sections: dict[int, _Section]
     vocabulary: frozenset[str]
     normalised: str
+    squashed: str
 
 
 @functools.lru_cache(maxsize=256)
-def _analyse(content: str) -> _Analysed:
+def _analyse(content: str, kind: str = "markdown") -> _Analysed:
     # Sources only change through a rebuild, and the same few answer most questions.
-    found = units(content)
+    document = parse_cached(content, kind)
+    grouped: dict[int, list[_Piece]] = {}
+    for unit in units(content, kind=kind):
+        text = unit.text
+        weak: frozenset[str] = frozenset()
+        if unit.kind == "code":
+            lead_terms = frozenset(terms(unit.lead))
+            weak = frozenset(terms(unit.text)) - lead_terms
+            text = f"{unit.lead} {unit.text}"
+        elif unit.kind == "row":
+            text = f"{unit.header.splitlines()[0] if unit.header else ''} {unit.text}"
+        elif unit.kind == "item" and unit.lead:
+            # An item is read with the sentence that introduces its list ("The encoding types are:").
+            weak = frozenset(terms(unit.lead)) - frozenset(terms(unit.text))
+            text = f"{unit.lead} {unit.text}"
+        grouped.setdefault(unit.section, []).append(_Piece(unit, frozenset(terms(text)), weak, frozenset(terms(unit.link_text))))
+    sections = {}
+    for number, pieces in grouped.items():
+        path = document.section_headings[number] if number < len(document.section_headings) else ()
+        sections[number] = _Section(
+            heading=path[-1] if path else "",
+            context=frozenset(t for heading in path for t in terms(heading)),
+            terms=frozenset().union(*(p.terms for p in pieces)),
+            pieces=tuple(pieces),
+            chars=sum(len(p.unit.text) for p in pieces),
+        )
     return _Analysed(
-        units=[(u, frozenset(terms(u.text)), frozenset(terms(u.heading))) for u in found],
+        sections=sections,
         vocabulary=frozenset(terms(content)),
         normalised=normalise_for_match(content),
+        squashed=squash(content),
     )
 
 
-def answer(*, question: str, sources: list[tuple[str, str]], max_chars: int = 10_000, max_units: int = ANSWER_UNITS) -> DraftAnswer:
-    """sources: (title, content) of each loaded source, numbered [1].. in this order.
+@dataclass(frozen=True)
+class _Candidate:
+    score: float
+    coverage: float
+    own: float
+    source: int  # 1-based number of the loaded source
+    section: int
+    piece: _Piece
 
-    Whole sentences only: those that do not fit in max_chars are passed over for shorter ones.
+
+def _local_weights(wanted: list[str], analysed: list[_Analysed]) -> dict[str, float]:
+    """idf over the loaded sources' sections, when the caller has no corpus statistics."""
+    sections = [s.terms | s.context for a in analysed for s in a.sections.values()]
+    n = max(1, len(sections))
+    return {t: math.log(1 + (n - (df := sum(1 for s in sections if t in s)) + 0.5) / (df + 0.5)) for t in wanted}
+
+
+_HOW_TO = re.compile(r"^\s*(how\b|show me\b|what(?:'s| is) the (?:syntax|command|code)\b|example\b)", re.IGNORECASE)
+
+
+def answer(
+    *,
+    question: str,
+    sources: list[tuple[str, str]] | list[tuple[str, str, str]],
+    max_chars: int = 10_000,
+    max_units: int = ANSWER_UNITS,
+    weights: Mapping[str, float] | None = None,
+) -> DraftAnswer:
+    """sources: (title, content[, kind]) of each loaded source, numbered [1].. in this order.
+    weights: each question term's weight (the corpus idf); computed over the sources if absent.
+
+    Whole pieces only: a piece that does not fit in max_chars is passed over for a shorter one.
     """
-    wanted = set(terms(question))
+    wanted = query_terms(question)
     if not wanted:
         return DraftAnswer(answer="", answered_from_sources=False)
-    needed = max(1, math.ceil(len(wanted) * MIN_COVERAGE))
+    analysed = [_analyse(src[1], src[2] if len(src) > 2 else "markdown") for src in sources]
+    weight = dict(weights) if weights else _local_weights(wanted, analysed)
+    weight = {t: max(0.05, weight.get(t, max(weight.values(), default=1.0))) for t in wanted}
+    total = sum(weight.values())
+    how_to = bool(_HOW_TO.match(question))
+    wanted_set = frozenset(wanted)
+
+    def mass(found) -> float:
+        return sum(weight[t] for t in found)
+
     candidates: list[_Candidate] = []
-    for number, (title, content) in enumerate(sources, start=1):
-        in_title = wanted & set(terms(title))
-        for unit, unit_terms, heading_terms in _analyse(content).units:
-            in_text = wanted & unit_terms
-            in_heading = (wanted & heading_terms) - in_text
-            if not in_text or len(in_text) + len(in_heading) < needed:
-                continue
-            score = len(in_text) + 0.5 * len(in_heading) + 0.5 * len(in_title) - (0.5 if unit.linked else 0.0)
-            candidates.append(_Candidate(score, number, unit.position, unit.text))
-    if not candidates:
+    section_cover: dict[tuple[int, int], float] = {}
+    for number, (src, info) in enumerate(zip(sources, analysed, strict=True), start=1):
+        title_terms = frozenset(terms(src[0]))
+        intro = min(info.sections, default=None)
+        for key, section in info.sections.items():
+            context = section.context | title_terms
+            section_wanted = wanted_set & (section.terms | context)
+            section_cover[(number, key)] = mass(section_wanted) / total
+            if section_cover[(number, key)] < PAIR_COVERAGE:
+                continue  # no piece of it can cover enough of the question, even with another source
+            for index, piece in enumerate(section.pieces):
+                own_terms = wanted_set & piece.terms
+                # A page's opening sentences are about what its title names.
+                opening = index < 2 and piece.unit.kind in ("sentence", "item")
+                if not own_terms and not opening:
+                    continue
+                if piece.unit.kind == "code" and not how_to and not (own_terms - piece.weak):
+                    continue  # code that only shares names with the question is no answer to a "what"
+                in_context = (wanted_set & context) - own_terms
+                nearby = (wanted_set & section.terms) - own_terms - in_context
+                own = (mass(own_terms - piece.weak - piece.linking) + 0.5 * mass(own_terms & (piece.weak | piece.linking))) / total
+                # A section is about what its heading names (its first sentences most of all,
+                # and at the top of the page, what the title names).
+                named = section.context | (title_terms if key == intro and opening else frozenset())
+                own += (0.5 if opening else 0.3) * mass((wanted_set & named) - own_terms) / total
+                coverage = (mass(own_terms) + mass(in_context) + 0.5 * mass(nearby)) / total
+                score = own + 0.6 * mass(in_context) / total + 0.3 * mass(nearby) / total
+                score -= 0.25 * (number - 1)  # the sources come best first
+                if piece.unit.linked:
+                    score -= 0.3
+                if piece.unit.kind == "code" and how_to:
+                    score += 0.15
+                if piece.unit.kind == "item" and len(words(piece.unit.text)) < 4:
+                    score -= 0.2  # a bare name in a list says nothing on its own
+                candidates.append(_Candidate(score, coverage, own, number, key, piece))
+    qualified = [c for c in candidates if c.coverage >= MIN_COVERAGE and c.own >= MIN_OWN]
+    if not qualified:
+        return _from_two_sources(wanted_set, candidates, analysed, sources, mass=mass, total=total, max_chars=max_chars)
+    best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
+    chosen = _from_section(best, candidates, analysed, max_units=max_units)
+    covered = set(wanted) & (analysed[best.source - 1].sections[best.section].terms | frozenset(terms(sources[best.source - 1][0])))
+    missing = set(wanted) - covered
+    if mass(missing) >= SECOND_SOURCE_SHARE * total:
+        others = [c for c in qualified if c.source != best.source and set(wanted) & c.piece.terms & missing]
+        if others:
+            second = max(others, key=lambda c: (mass(c.piece.terms & missing), c.score))
+            chosen += _from_section(second, candidates, analysed, max_units=2)
+    return _render(chosen, analysed, titles=[src[0] for src in sources], max_chars=max_chars)
+
+
+def _from_two_sources(wanted, candidates, analysed, sources, *, mass, total, max_chars) -> DraftAnswer:
+    """Two pieces from two sources that together cover the question ("A and B?")."""
+    strong = [c for c in candidates if c.own >= MIN_OWN and c.coverage >= PAIR_COVERAGE]
+    if not strong:
         return DraftAnswer(answer="", answered_from_sources=False)
-    # Only the strongest sentences: a weaker one that merely mentions a word dilutes the answer.
-    cutoff = RELATIVE_CUTOFF * max(c.score for c in candidates)
-    best: list[_Candidate] = []
+    best_pair: tuple[float, _Candidate, _Candidate] | None = None
+    for first in strong:
+        for second in strong:
+            if second.source <= first.source:
+                continue
+            together = mass(wanted & (first.piece.terms | second.piece.terms)) / total
+            # Each must bring its own part of the question, and together nearly all of it.
+            only_first = mass(wanted & (first.piece.terms - second.piece.terms)) / total
+            only_second = mass(wanted & (second.piece.terms - first.piece.terms)) / total
+            if together < PAIR_TOGETHER or min(only_first, only_second) < PAIR_OWN_PART:
+                continue
+            if best_pair is None or first.score + second.score > best_pair[0]:
+                best_pair = (first.score + second.score, first, second)
+    if best_pair is None:
+        return DraftAnswer(answer="", answered_from_sources=False)
+    return _render([best_pair[1], best_pair[2]], analysed, titles=[src[0] for src in sources], max_chars=max_chars)
+
+
+def _from_section(best: _Candidate, candidates: list[_Candidate], analysed: list[_Analysed], *, max_units: int) -> list[_Candidate]:
+    """The best piece and its neighbours worth quoting: the whole section when it is short."""
+    section = analysed[best.source - 1].sections[best.section]
+    if section.chars <= SHORT_SECTION_CHARS and len(section.pieces) <= max_units:
+        scored = {c.piece.unit.position: c for c in candidates if c.source == best.source and c.section == best.section}
+        return [scored.get(p.unit.position) or _Candidate(0.0, 0.0, 0.0, best.source, best.section, p) for p in section.pieces]
+    same = [c for c in candidates if c.source == best.source and c.section == best.section and c.score >= RELATIVE_CUTOFF * best.score]
+    same.sort(key=lambda c: -c.score)
+    picked = [best] + [c for c in same if c is not best][: max_units - 1]
+    leads = {c.piece.unit.lead for c in picked if c.piece.unit.kind == "item" and c.piece.unit.lead}
+    if leads:
+        # The whole list a lead-in introduces, not a few of its items.
+        have = {c.piece.unit.position for c in picked}
+        picked += [
+            _Candidate(0.0, 0.0, 0.0, best.source, best.section, p)
+            for p in section.pieces
+            if p.unit.kind == "item" and p.unit.lead in leads and p.unit.position not in have
+        ][:LIST_ITEMS]
+    return picked
+
+
+def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list[str], max_chars: int) -> DraftAnswer:
+    unique: dict[tuple[int, int], _Candidate] = {}
+    for c in chosen:
+        unique.setdefault((c.source, c.piece.unit.position), c)
+    # The budget goes to the strongest pieces first (the matching item of a long list before its
+    # neighbours), with room for a heading and a lead-in each; what fits is quoted in reading order.
+    budget = 0
+    kept: set[tuple[int, int]] = set()
+    for key, c in sorted(unique.items(), key=lambda kv: -kv[1].score):
+        unit = c.piece.unit
+        estimate = len(unit.text) + len(unit.lead) + len(analysed[c.source - 1].sections[c.section].heading) + 24
+        if unit.kind == "row":
+            estimate += len(unit.header)
+        if budget + estimate <= max_chars:
+            budget += estimate
+            kept.add(key)
+    ordered = [unique[key] for key in sorted(kept)]
+    parts: list[tuple[int, int, str]] = []  # (source, section, markdown block)
     used = 0
-    for candidate in sorted((c for c in candidates if c.score >= cutoff), key=lambda c: (-c.score, c.source, c.position)):
-        cost = len(candidate.text) + 6  # the marker and the separator
-        if used + cost <= max_chars:
-            best.append(candidate)
-            used += cost
-        if len(best) == max_units:
-            break
-    if not best:  # nothing fits whole: the best sentence, shortened by the caller
-        best = [max(candidates, key=lambda c: c.score)]
-    # Quoted in reading order: source by source, each in its own order.
-    chosen = sorted(best, key=lambda c: (c.source, c.position))
-    paragraphs: list[str] = []
-    current_source = None
-    for candidate in chosen:
-        sentence = _with_marker(candidate.text, candidate.source)
-        if candidate.source == current_source:
-            paragraphs[-1] += " " + sentence
+    group: tuple[int, int] | None = None
+    lead_shown: set[str] = set()
+    for c in ordered:
+        unit = c.piece.unit
+        section = analysed[c.source - 1].sections[c.section]
+        prefix = ""
+        if (c.source, c.section) != group:
+            heading = section.heading
+            if (
+                heading
+                and heading != titles[c.source - 1]
+                and not normalise_for_match(unit.text)[:60].startswith(normalise_for_match(heading))
+            ):
+                prefix = f"**{heading}** — "
+        block = _quote(unit, c.source, prefix=prefix, heading=section.heading, show_lead=unit.lead not in lead_shown)
+        cost = len(block) + 2
+        if used + cost > max_chars:
+            continue
+        if unit.lead:
+            lead_shown.add(unit.lead)
+        used += cost
+        group = (c.source, c.section)
+        parts.append((c.source, c.section, block))
+    if not parts:
+        return DraftAnswer(answer="", answered_from_sources=False)
+    text = parts[0][2]
+    for (source, section_number, block), (before_source, before_section, before) in zip(parts[1:], parts, strict=False):
+        together = (source, section_number) == (before_source, before_section)
+        if together and block.startswith("- ") and before.splitlines()[-1].startswith("- "):
+            text += "\n" + block  # the next item of the same list
+        elif together and "\n" not in block and "\n" not in before and not block.startswith(("- ", "**")) and not before.startswith("- "):
+            text += " " + block  # the next sentence of the same paragraph
         else:
-            paragraphs.append(sentence)
-            current_source = candidate.source
-    return DraftAnswer(answer="\n\n".join(paragraphs), citations=sorted({c.source for c in chosen}), answered_from_sources=True)
+            text += "\n\n" + block
+    return DraftAnswer(answer=text, citations=sorted({s for s, _, _ in parts}), answered_from_sources=True)
+
+
+def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: bool) -> str:
+    marker = f"[{number}]"
+    if unit.kind == "code":
+        intro = f"{prefix}{_with_marker(unit.lead, number)}" if unit.lead else f"**{heading or 'Example'}** {marker}:"
+        fence = "````" if "```" in unit.text else "```"
+        return f"{intro}\n\n{fence}{unit.lang}\n{unit.text}\n{fence}"
+    if unit.kind == "row":
+        intro = f"**{heading or 'Table'}** {marker}:"
+        table = f"{unit.header}\n{unit.text}" if unit.header else unit.text
+        return f"{intro}\n\n{table}"
+    if unit.kind == "item":
+        item = f"- {_with_marker(unit.text, number)}"
+        if unit.lead and show_lead:
+            return f"{prefix}{_with_marker(unit.lead, number)}\n\n{item}"
+        return f"{prefix}{item[2:]}" if prefix else item
+    return f"{prefix}{_with_marker(unit.text, number)}"
+
+
+_TRAILING_STOP = re.compile(r"[.!?…:;]+$")
 
 
 def _with_marker(sentence: str, number: int) -> str:
+    """The marker goes before the sentence's closing punctuation, all of it ("..." included)."""
     sentence = sentence.rstrip()
-    if sentence.endswith((".", "!", "?")):
-        return f"{sentence[:-1]} [{number}]{sentence[-1]}"
+    if match := _TRAILING_STOP.search(sentence):
+        return f"{sentence[: match.start()].rstrip()} [{number}]{match.group(0)}"
     return f"{sentence} [{number}]"
+
+
+# ---------------------------------------------------------------------------- verification
+
+_FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+_TABLE_LINES = re.compile(r"(?:^\|[^\n]*(?:\n|$))+", re.MULTILINE)
+_CLAIM = re.compile(r"(?P<text>.*?)(?P<markers>(?:[ \t]*\[\d{1,3}\])+)(?P<tail>[.!?…:;,]*)", re.DOTALL)
+_LEAD_IN = re.compile(r"^\s*\*\*(?P<heading>[^*\n]+)\*\*\s*(?:—\s*)?")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
 
 
 def verify(*, draft: str, sources: list[str]) -> VerificationDecision:
     """sources: the content of each cited source, numbered as in the draft's markers."""
     analysed = [_analyse(text) for text in sources]
-    normalised = [a.normalised for a in analysed]
-    vocabularies = [a.vocabulary for a in analysed]
     issues: list[str] = []
     claims = 0
-    for paragraph in draft.split("\n\n"):
-        for sentence in split_sentences(paragraph):
-            cited = [int(n) for n in MARKER.findall(sentence)]
-            claim = MARKER.sub("", sentence)
-            claim_terms = set(terms(claim))
-            if not claim_terms:
+    last_markers: list[int] = []
+    position = 0
+    blocks = sorted(
+        [(m.start(), m.end(), "code", m.group(0)) for m in _FENCED.finditer(draft)]
+        + [(m.start(), m.end(), "table", m.group(0)) for m in _TABLE_LINES.finditer(draft)],
+    )
+    segments: list[tuple[str, str]] = []
+    for start, end, kind, text in blocks:
+        if start < position:
+            continue  # a table-looking line inside a code block
+        segments.append(("prose", draft[position:start]))
+        segments.append((kind, text))
+        position = end
+    segments.append(("prose", draft[position:]))
+
+    def supported(claim: str, cited: list[int]) -> bool:
+        text = normalise_for_match(claim)
+        if any(text and text in analysed[n - 1].normalised for n in cited):
+            return True
+        claim_terms = set(terms(claim))
+        covered = set().union(*(analysed[n - 1].vocabulary for n in cited))
+        return len(claim_terms & covered) / len(claim_terms) >= SUPPORTED_COVERAGE
+
+    for kind, text in segments:
+        if kind in ("code", "table"):
+            body = text
+            if kind == "code":
+                body = "\n".join(text.strip("\n").split("\n")[1:-1])
+            else:
+                body = "\n".join(line for line in text.splitlines() if not re.fullmatch(r"\|?[\s:|-]+\|?", line.strip()))
+            if not body.strip():
                 continue
             claims += 1
-            label = _excerpt(claim)
-            if not cited:
+            label = _excerpt(body)
+            if not last_markers:
                 issues.append(f"“{label}” cites no source.")
-                continue
-            if any(n < 1 or n > len(sources) for n in cited):
+            elif any(n < 1 or n > len(sources) for n in last_markers):
                 issues.append(f"“{label}” cites a source that was not loaded.")
-                continue
-            text = normalise_for_match(claim)
-            if any(text and text in normalised[n - 1] for n in cited):
-                continue
-            covered = set().union(*(vocabularies[n - 1] for n in cited))
-            if len(claim_terms & covered) / len(claim_terms) >= SUPPORTED_COVERAGE:
-                continue
-            issues.append(f"“{label}” is not supported by the source it cites.")
+            elif not all(any(squash(line) in analysed[n - 1].squashed for n in last_markers) for line in body.splitlines() if line.strip()):
+                issues.append(f"“{label}” is not in the source it cites.")
+            continue
+        rest = 0
+        for match in _CLAIM.finditer(text):
+            rest = match.end()
+            cited = [int(n) for n in MARKER.findall(match.group("markers"))]
+            last_markers = cited
+            claim = _BULLET.sub("", match.group("text"))
+            lead = _LEAD_IN.match(claim)
+            pieces = []
+            if lead:
+                pieces.append(lead.group("heading"))
+                claim = claim[lead.end() :]
+            pieces.extend(split_sentences(claim))
+            for piece in pieces:
+                if not terms(piece):
+                    continue
+                claims += 1
+                label = _excerpt(piece)
+                if any(n < 1 or n > len(sources) for n in cited):
+                    issues.append(f"“{label}” cites a source that was not loaded.")
+                elif not supported(piece, cited):
+                    issues.append(f"“{label}” is not supported by the source it cites.")
+        for sentence in split_sentences(_BULLET.sub("", text[rest:])):
+            if terms(MARKER.sub("", sentence)):
+                claims += 1
+                issues.append(f"“{_excerpt(sentence)}” cites no source.")
     if not claims:
         issues.append("The draft states nothing.")
     return VerificationDecision(

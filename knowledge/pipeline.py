@@ -1,4 +1,4 @@
-"""The knowledge-base answer pipeline (seed 004, DESIGN §5): a LangGraph StateGraph.
+"""The knowledge-base answer pipeline (DESIGN §5): a LangGraph StateGraph.
 
     START → gate ─┬─ not an answerable question ─────────────────────────────► END (skip)
                   └► select ─┬─ nothing relevant ──────────────────────────────► END (skip)
@@ -13,6 +13,7 @@ structured call; with the offline engine each node has a deterministic implement
 disabled; state is a small TypedDict — source text stays in the per-request context, never in
 the state. `run` never raises: any failure is `should_reply=false` with the reason in `debug`.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,6 +35,7 @@ from knowledge.citations import cite
 from knowledge.llm_calls import CallTrace, call_model
 from knowledge.metrics import AI_GATE, AI_REQUESTS, AI_SELECTED_SOURCES, AI_VERIFICATION
 from knowledge.models import AIConfig
+from knowledge.ranking import Corpus
 from knowledge.schemas import AIResult, Citation, DraftAnswer, GateDecision, SourceSelection, VerificationDecision
 from knowledge.selectors import IndexSnapshot, LoadedSource
 from llm import ChatMessage, LLMClient, LLMError
@@ -92,7 +94,9 @@ class Policy:
 
     @classmethod
     def from_config(cls, config: AIConfig) -> Policy:
-        return cls(**{name: getattr(config, name) for name in cls.__dataclass_fields__})
+        # The per-call timeout and retries are transport settings: the environment's, as for the chat.
+        transport = {"llm_timeout_seconds": settings.LLM_TIMEOUT_SECONDS, "max_retries": settings.LLM_MAX_RETRIES}
+        return cls(**transport, **{name: getattr(config, name) for name in cls.__dataclass_fields__ if name not in transport})
 
 
 Loader = Callable[[list[str]], Awaitable[dict[str, LoadedSource]]]
@@ -106,6 +110,9 @@ class PipelineContext:
     loader: Loader
     prefilter_candidates: int
     texts: dict[str, str] = field(default_factory=dict)  # loaded source text, by source_id
+    kinds: dict[str, str] = field(default_factory=dict)  # loaded source kind (markdown, rst, ...), by source_id
+    weights: dict[str, float] | None = None  # the question's terms → idf in the current build (offline)
+    corpus: Corpus | None = None  # the current build's statistics and pages (offline)
     trace: CallTrace = field(default_factory=CallTrace)
     latency_ms: dict[str, float] = field(default_factory=dict)
 
@@ -183,12 +190,16 @@ async def select(state: PipelineState, runtime: Runtime[PipelineContext]) -> dic
     query = state["query"]
     rejected: list[str] = []
     if ctx.client.is_offline:
-        ranked = await database_sync_to_async(selectors.rank_sources)(query=query, limit=ctx.policy.max_sources)
+        # The build's statistics are usually in memory already: no database hop then.
+        corpus = selectors.cached_corpus(index_pk=index.pk) or await database_sync_to_async(selectors.search_corpus)(index_pk=index.pk)
+        ctx.corpus = corpus
+        ranked = corpus.rank(query, limit=ctx.policy.max_sources) if corpus else []
+        ctx.weights = corpus.weights(query) if corpus else None
         selected, offered = [r.source_id for r in ranked], index.source_count
     else:
         if index.text is None:
-            # Too many sources for one prompt: full-text candidates only.
-            ranked = await database_sync_to_async(selectors.rank_sources)(query=query, limit=ctx.prefilter_candidates)
+            # Too many sources for one prompt: the best-ranked candidates only (BM25 by section).
+            ranked = await database_sync_to_async(selectors.prefilter_candidates)(query=query, limit=ctx.prefilter_candidates)
             lines = [r.index_line for r in ranked]
         else:
             lines = [line for line in index.text.splitlines() if line.strip()]
@@ -226,7 +237,10 @@ async def load(state: PipelineState, runtime: Runtime[PipelineContext]) -> dict:
     ctx = runtime.context
     ids = state["selected_source_ids"]
     try:
-        found = await ctx.loader(ids)
+        if ctx.corpus is not None and ctx.loader is _DEFAULT_LOADER:
+            found = selectors.sources_from_corpus(ctx.corpus, source_ids=ids)
+        else:
+            found = await ctx.loader(ids)
     except Exception:
         log.exception("kb sources could not be loaded", extra={"source_ids": ids})
         found = {}
@@ -238,8 +252,10 @@ async def load(state: PipelineState, runtime: Runtime[PipelineContext]) -> dict:
             failed.append(source_id)
             log.warning("kb source failed to load source_id=%s", source_id, extra={"source_id": source_id})
             continue
-        text = source.content[: ctx.policy.max_source_chars]
+        # The model reads at most max_source_chars of a source; the offline engine reads it all.
+        text = source.content if ctx.client.is_offline else source.content[: ctx.policy.max_source_chars]
         ctx.texts[source_id] = text
+        ctx.kinds[source_id] = getattr(source, "kind", "markdown")
         loaded.append(LoadedRef(source_id=source_id, title=source.title, url=source.url, chars=len(text)))
     update: dict = {"loaded_sources": loaded, "failed_to_load": failed}
     if not loaded:
@@ -254,7 +270,10 @@ async def generate(state: PipelineState, runtime: Runtime[PipelineContext]) -> d
     loaded = state["loaded_sources"]
     if ctx.client.is_offline:
         draft = offline.answer(
-            question=state["query"], sources=[(s["title"], ctx.texts[s["source_id"]]) for s in loaded], max_chars=policy.max_answer_chars
+            question=state["query"],
+            sources=[(s["title"], ctx.texts[s["source_id"]], ctx.kinds.get(s["source_id"], "markdown")) for s in loaded],
+            max_chars=policy.max_answer_chars,
+            weights=ctx.weights,
         )
     else:
         user = (
@@ -289,10 +308,7 @@ async def verify(state: PipelineState, runtime: Runtime[PipelineContext]) -> dic
         # The cited sources, numbered as the draft cites them; all loaded ones if it cites none.
         refs = [LoadedRef(source_id=c["source_id"], title=c["title"], url=c["url"], chars=0) for c in state["citations"]]
         refs = refs or state["loaded_sources"]
-        user = (
-            f"Question: {state['query']}\n\nSources:\n\n{_numbered_sources(refs, ctx.texts)}\n\n"
-            f"Draft answer:\n{state['draft']}"
-        )
+        user = f"Question: {state['query']}\n\nSources:\n\n{_numbered_sources(refs, ctx.texts)}\n\nDraft answer:\n{state['draft']}"
         decision = await ctx.structured("verify", system=ctx.policy.verification_prompt, user=user, schema=VerificationDecision)
     AI_VERIFICATION.labels(good_enough=_flag(decision.is_good_enough)).inc()
     update: dict = {"verification": decision.model_dump()}
@@ -308,9 +324,7 @@ def _conversation_text(state: PipelineState) -> str:
 
 
 def _numbered_sources(refs: list[LoadedRef], texts: dict[str, str]) -> str:
-    return "\n\n".join(
-        f"[{n}] {ref['title']} ({ref['source_id']})\n{texts[ref['source_id']]}" for n, ref in enumerate(refs, start=1)
-    )
+    return "\n\n".join(f"[{n}] {ref['title']} ({ref['source_id']})\n{texts[ref['source_id']]}" for n, ref in enumerate(refs, start=1))
 
 
 # ---------------------------------------------------------------------------- the graph
@@ -340,6 +354,9 @@ GRAPH = build_graph()
 
 async def _load_sources(source_ids: list[str]) -> dict[str, LoadedSource]:
     return await database_sync_to_async(selectors.load_sources)(source_ids=source_ids)
+
+
+_DEFAULT_LOADER = _load_sources
 
 
 def _inputs() -> tuple[Policy, IndexSnapshot | None]:

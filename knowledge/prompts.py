@@ -6,6 +6,8 @@ always arrives in the user message, and the expected JSON shape is appended by t
 an edited prompt cannot break the output format.
 """
 
+from dataclasses import dataclass
+
 ANSWER_SCOPE_PROMPT = """\
 Answer questions about using, configuring and running Clarion, the self-hosted workspace \
 assistant: chatting with the assistant, answering its multiple-choice questions, connecting a \
@@ -118,3 +120,46 @@ def default_answer_scope_prompt() -> str:
 
 def default_refusal_policy() -> str:
     return REFUSAL_POLICY
+
+
+# --- prompts of the other apps, stored in the same AIConfig row --------------------------------
+# The chat agent's system prompt and the clarifier's prompt keep their default text beside the
+# code that fills them in (chat/prompts.py, questions/clarification.py); the chat app registers
+# them here when it loads, so this app never imports those.
+
+
+@dataclass(frozen=True)
+class BuiltInPrompt:
+    text: str
+    placeholders: tuple[str, ...]  # the {names} the code fills in; an edit may use only these
+
+
+BUILT_IN_PROMPTS: dict[str, BuiltInPrompt] = {}
+
+
+def register_built_in(field: str, text: str, *, placeholders: tuple[str, ...]) -> None:
+    BUILT_IN_PROMPTS[field] = BuiltInPrompt(text=text, placeholders=placeholders)
+
+
+def default_chat_system_prompt() -> str:
+    prompt = BUILT_IN_PROMPTS.get("chat_system_prompt")
+    return prompt.text if prompt else ""
+
+
+def default_clarification_prompt() -> str:
+    prompt = BUILT_IN_PROMPTS.get("clarification_prompt")
+    return prompt.text if prompt else ""
+
+
+def defaults_by_field() -> dict[str, str]:
+    """Every prompt field of AIConfig and its built-in text, for "reset to default"."""
+    return {
+        "gating_prompt": GATING_PROMPT,
+        "selection_prompt": SELECTION_PROMPT,
+        "summarization_prompt": SUMMARIZATION_PROMPT,
+        "answer_prompt": ANSWER_PROMPT,
+        "verification_prompt": VERIFICATION_PROMPT,
+        "answer_scope_prompt": ANSWER_SCOPE_PROMPT,
+        "refusal_policy": REFUSAL_POLICY,
+        **{field: prompt.text for field, prompt in BUILT_IN_PROMPTS.items()},
+    }

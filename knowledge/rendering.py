@@ -1,32 +1,94 @@
 """Markdown → sanitized HTML, for source pages and assistant replies alike. Whatever a source or a
-model writes, only this whitelist reaches a page."""
+model writes, only this whitelist reaches a page.
+
+CommonMark (markdown-it-py) plus GitHub-style tables and strikethrough: the shapes models emit —
+nested lists indented by two spaces, fenced code with a language, tables, links — render as a
+reader expects. Every fragment then passes the one nh3 allow-list below.
+"""
+
 from __future__ import annotations
 
 import posixpath
 import re
-import threading
-from typing import Callable
+from typing import Callable, Mapping
 
-import markdown as markdown_lib
 import nh3
 from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+from markdown_it.rules_inline import StateInline
 
 ALLOWED_TAGS = {
-    "p", "br", "strong", "em", "del", "code", "pre", "blockquote", "hr",
+    "p", "br", "strong", "em", "del", "s", "code", "pre", "blockquote", "hr",
     "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "a",
     "table", "thead", "tbody", "tr", "th", "td", "dl", "dt", "dd",
 }  # fmt: skip
-ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}}
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title", "class", "target"},
+    "code": {"class"},
+    "ol": {"start"},
+    "th": {"align", "style"},
+    "td": {"align", "style"},
+}
+_LANGUAGE_CLASS = re.compile(r"^language-[A-Za-z0-9_+#.-]{1,40}$")
+_CELL_ALIGN = re.compile(r"^text-align:\s*(left|right|center);?$")
+CITATION_CLASS = "citation-ref"
 
 
-_converter = threading.local()
+def _attribute_filter(tag: str, attribute: str, value: str) -> str | None:
+    """Classes and styles only where they carry meaning: a code block's language, a citation
+    marker, a table column's alignment."""
+    if attribute == "class":
+        if tag == "code":
+            return value if _LANGUAGE_CLASS.match(value) else None
+        return value if value == CITATION_CLASS else None
+    if attribute == "target":
+        return value if value == "_blank" else None
+    if attribute == "style":
+        return value if _CELL_ALIGN.match(value) else None
+    return value
 
 
-def markdown_html(text: str) -> str:
-    # Building a converter costs more than converting a reply; one per thread, reset per use.
-    if not hasattr(_converter, "md"):
-        _converter.md = markdown_lib.Markdown(extensions=["fenced_code", "tables", "sane_lists"])
-    return _converter.md.reset().convert(text or "")
+_CITATION = re.compile(r"\[(\d{1,3})\](?![(:])")
+
+
+def _citation_rule(state: StateInline, silent: bool) -> bool:
+    """`[1]` becomes a link to the source numbered 1, when the renderer was given that source."""
+    citations = state.env.get("citations") if isinstance(state.env, dict) else None
+    if not citations or state.src[state.pos] != "[":
+        return False
+    match = _CITATION.match(state.src, state.pos)
+    if not match or int(match.group(1)) not in citations:
+        return False
+    if not silent:
+        n = int(match.group(1))
+        url, title = citations[n]
+        token = state.push("link_open", "a", 1)
+        token.attrs = {"href": url, "class": CITATION_CLASS, "title": title, "target": "_blank"}
+        state.push("text", "", 0).content = f"[{n}]"
+        state.push("link_close", "a", -1)
+    state.pos = match.end()
+    return True
+
+
+def _parser(*, raw_html: bool) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": raw_html}).enable(["table", "strikethrough"])
+    # Every link becomes a link and the sanitizer alone decides which URLs survive, so a
+    # "[click](javascript:…)" reads as the word "click", not as raw Markdown.
+    md.validateLink = lambda url: True  # type: ignore[method-assign]  # markdown-it-py's documented hook
+    md.inline.ruler.before("link", "citation", _citation_rule)
+    return md
+
+
+# Parsers are stateless between calls (render takes its own env), so one of each is shared.
+_MODEL_TEXT = _parser(raw_html=False)
+_SOURCE_TEXT = _parser(raw_html=True)
+
+
+def markdown_html(text: str, *, raw_html: bool = False, citations: Mapping[int, tuple[str, str]] | None = None) -> str:
+    """`raw_html`: pass HTML inside the text on to the sanitizer (documents); otherwise it is shown
+    as written (a model's "<div>" is text). `citations`: n → (url, title) for `[n]` markers."""
+    parser = _SOURCE_TEXT if raw_html else _MODEL_TEXT
+    return parser.render(text or "", {"citations": dict(citations or {})})
 
 
 def sanitized(html: str) -> SafeString:
@@ -35,14 +97,16 @@ def sanitized(html: str) -> SafeString:
             html,
             tags=ALLOWED_TAGS,
             attributes=ALLOWED_ATTRIBUTES,
+            attribute_filter=_attribute_filter,
             url_schemes={"http", "https", "mailto"},
             link_rel="noopener noreferrer nofollow",
         )
     )
 
 
-def render_markdown(text: str) -> SafeString:
-    return sanitized(markdown_html(text))
+def render_markdown(text: str, *, citations: Mapping[int, tuple[str, str]] | None = None) -> SafeString:
+    """A model's (or a person's) Markdown, as sanitized HTML."""
+    return sanitized(markdown_html(text, citations=citations))
 
 
 def render_source(content: str, *, kind: str, title: str = "") -> SafeString:
@@ -55,9 +119,29 @@ def render_source(content: str, *, kind: str, title: str = "") -> SafeString:
     if title and first.strip().lstrip("#").strip() == title.strip() and first.lstrip().startswith("#"):
         content = rest
     if kind in ("markdown", "html"):
-        return render_markdown(content)
+        return _with_heading_ids(sanitized(markdown_html(content, raw_html=True)))
     # Plain text and reStructuredText are shown as written, paragraphs kept.
     return sanitized("".join(f"<p>{_escape(p).replace(chr(10), '<br>')}</p>" for p in content.split("\n\n") if p.strip()))
+
+
+_HEADING_TAG = re.compile(r"<h([1-6])>(.*?)</h\1>", re.DOTALL)
+
+
+def _with_heading_ids(html: str) -> SafeString:
+    """Headings get ids (the slug of their text), so a citation link can open its section."""
+    from django.utils.html import strip_tags
+    from django.utils.text import slugify
+
+    seen: dict[str, int] = {}
+
+    def add_id(match: re.Match) -> str:
+        slug = slugify(strip_tags(match.group(2))) or "section"
+        seen[slug] = seen.get(slug, 0) + 1
+        if seen[slug] > 1:
+            slug = f"{slug}-{seen[slug]}"
+        return f'<h{match.group(1)} id="{slug}">{match.group(2)}</h{match.group(1)}>'
+
+    return mark_safe(_HEADING_TAG.sub(add_id, str(html)))
 
 
 def _escape(text: str) -> str:
@@ -81,4 +165,3 @@ def resolve_relative_links(content: str, *, targets: dict[str, str], url_for: Ca
         return f"{match.group(1)}{url}{match.group(3) or ''}{match.group(4)}" if url else match.group(0)
 
     return _RELATIVE_LINK.sub(replace, content or "")
-

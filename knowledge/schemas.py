@@ -1,5 +1,6 @@
 """Pydantic models at the edges of the knowledge pipeline: model decisions, the AIResult contract,
-and the platform-neutral Conversation + RequestContext an adapter sends (seed 004)."""
+and the platform-neutral Conversation + RequestContext an adapter sends."""
+
 from __future__ import annotations
 
 from datetime import datetime

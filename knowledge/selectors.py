@@ -3,45 +3,35 @@
 The knowledge base is shared by every user of the install (it is documentation, not workspace
 data), so these functions take no acting user; the source page is still login-protected.
 """
+
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import F, QuerySet
+from django.db import connection
+from django.db.models import F, QuerySet, Value
+from django.urls import reverse
 
 from knowledge import locks
-from django.conf import settings
-
 from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource, index_line
-from knowledge.text import search_words
-
-
-def _initial_values() -> dict:
-    """The environment's question settings seed a new AIConfig row; after that, admin edits rule."""
-    timeouts = settings.QUESTION_TIMEOUTS
-    return {
-        "question_timeout_low_seconds": timeouts["low"],
-        "question_timeout_medium_seconds": timeouts["medium"],
-        "question_timeout_high_seconds": timeouts["high"],
-        "ask_timeout_seconds": timeouts["ask"],
-        "clarification_threshold": settings.CLARIFICATION_THRESHOLD,
-    }
+from knowledge.ranking import Corpus, RankedPage
 
 
 def get_ai_config() -> AIConfig:
     """The single AIConfig row, created with the default prompts and policies on first use."""
     config = AIConfig.objects.filter(singleton=True).first()
     if config is None:
-        config, _ = AIConfig.objects.get_or_create(singleton=True, defaults=_initial_values())
+        config, _ = AIConfig.objects.get_or_create(singleton=True)
     return config
 
 
 async def aget_ai_config() -> AIConfig:
     config = await AIConfig.objects.filter(singleton=True).afirst()
     if config is None:
-        config, _ = await AIConfig.objects.aget_or_create(singleton=True, defaults=_initial_values())
+        config, _ = await AIConfig.objects.aget_or_create(singleton=True)
     return config
 
 
@@ -83,21 +73,25 @@ class RankedSource:
 
     @property
     def index_line(self) -> str:
-        return index_line(self.source_id, self.summary)
+        return index_line(self.source_id, self.summary, title=self.title)
 
 
 def full_text_query(question: str) -> SearchQuery | None:
-    """Any of the question's content words (Postgres stems them); None when there are none."""
-    found = search_words(question)
-    if not found:
+    """Any of the question's lexemes, as Postgres' own parser reads them (so `HTTP/2`, `v3.9` and
+    `x-forwarded-for` are looked up whole, as they were indexed); None when there are none."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT string_agg(quote_literal(lexeme), ' | ') FROM unnest(to_tsvector('english', %s))", [question[:2000]])
+        (raw,) = cursor.fetchone()
+    if not raw:
         return None
-    return SearchQuery(" | ".join(found), search_type="raw", config="english")
+    return SearchQuery(raw, search_type="raw", config="english")
 
 
 def rank_sources(*, query: str, limit: int) -> list[RankedSource]:
-    """Indexed sources matching the question, best first (title > summary > body matches).
+    """Indexed sources matching the question in Postgres, best first (title > summary > body).
 
-    The pre-filter of large indexes and the offline engine's selection both use this.
+    Cover density with normalisation 1|4 (log length, mean harmonic distance between matches):
+    terms found close together in a page weigh more than the same terms scattered.
     """
     search = full_text_query(query)
     if search is None or limit < 1:
@@ -105,12 +99,73 @@ def rank_sources(*, query: str, limit: int) -> list[RankedSource]:
     rows = (
         KnowledgeSource.objects.filter(search_vector=search)
         .exclude(summary="")
-        # Normalisation 1 divides by 1 + log(length), so a long page does not win on bulk alone.
-        .annotate(rank=SearchRank(F("search_vector"), search, normalization=1))
+        .annotate(rank=SearchRank(F("search_vector"), search, normalization=Value(1 | 4), cover_density=True))
         .order_by("-rank", "source_id")
         .values_list("source_id", "title", "summary", "rank")[:limit]
     )
     return [RankedSource(*row) for row in rows]
+
+
+_corpus_cache: dict[int, Corpus] = {}
+_corpus_lock = threading.Lock()
+
+
+def cached_corpus(*, index_pk: int) -> Corpus | None:
+    """The statistics of that build if this process has them already (no database access)."""
+    return _corpus_cache.get(index_pk)
+
+
+def search_corpus(*, index_pk: int | None = None) -> Corpus | None:
+    """Term statistics of the current index build (BM25 by section), built once per build."""
+    if index_pk is None:
+        row = KnowledgeIndex.objects.filter(is_current=True).values("pk").first()
+        if row is None:
+            return None
+        index_pk = row["pk"]
+    corpus = _corpus_cache.get(index_pk)
+    if corpus is None:
+        with _corpus_lock:
+            corpus = _corpus_cache.get(index_pk)
+            if corpus is None:
+                pages = list(
+                    KnowledgeSource.objects.exclude(summary="")
+                    .order_by("source_id")
+                    .values_list("source_id", "title", "content", "kind", "pk")
+                )
+                corpus = Corpus.build(pages)
+                _corpus_cache.clear()  # only the current build is worth keeping
+                _corpus_cache[index_pk] = corpus
+    return corpus
+
+
+def sources_from_corpus(corpus: Corpus, *, source_ids: list[str]) -> dict[str, LoadedSource]:
+    """What load_sources returns, from the build's statistics already in memory."""
+    found = {}
+    for source_id in source_ids:
+        if (page := corpus.pages.get(source_id)) is not None:
+            pk, title, content, kind = page
+            url = source_id if source_id.startswith(("http://", "https://")) else reverse("knowledge:source", args=[pk])
+            found[source_id] = LoadedSource(source_id, title, url, content, kind)
+    return found
+
+
+def prefilter_candidates(*, query: str, limit: int) -> list[RankedSource]:
+    """The pre-filter of an index too large for the selector's prompt: the best pages by BM25 over
+    sections (rare terms weigh most), with their index summaries; Postgres full text without
+    ranking statistics."""
+    corpus = search_corpus()
+    if corpus is None:
+        return rank_sources(query=query, limit=limit)
+    ranked = corpus.rank(query, limit=limit)
+    summaries = dict(KnowledgeSource.objects.filter(source_id__in=[r.source_id for r in ranked]).values_list("source_id", "summary"))
+    return [RankedSource(r.source_id, r.title, summaries[r.source_id], r.score) for r in ranked if summaries.get(r.source_id)]
+
+
+def rank_pages(*, query: str, limit: int) -> list[RankedPage]:
+    """The offline engine's selection, and the pre-filter of indexes too large for a prompt:
+    BM25 by section over the current build, rare terms weighing most."""
+    corpus = search_corpus()
+    return corpus.rank(query, limit=limit) if corpus else []
 
 
 @dataclass(frozen=True)
@@ -119,12 +174,19 @@ class LoadedSource:
     title: str
     url: str
     content: str
+    kind: str = "markdown"
 
 
 def load_sources(*, source_ids: list[str]) -> dict[str, LoadedSource]:
     """Full content of the named sources; a source that no longer exists is simply absent."""
-    rows = KnowledgeSource.objects.filter(source_id__in=source_ids).only("pk", "source_id", "title", "content")
-    return {row.source_id: LoadedSource(row.source_id, row.title, row.url, row.content) for row in rows}
+    rows = KnowledgeSource.objects.filter(source_id__in=source_ids).only("pk", "source_id", "title", "content", "kind")
+    return {row.source_id: LoadedSource(row.source_id, row.title, row.url, row.content, row.kind) for row in rows}
+
+
+def source_rows_for_links(*, source_ids: list[str]) -> dict[str, KnowledgeSource]:
+    return {
+        row.source_id: row for row in KnowledgeSource.objects.filter(source_id__in=source_ids).only("pk", "source_id", "content", "kind")
+    }
 
 
 def page_urls_by_source_ids(*, source_ids: list[str]) -> dict[str, str]:

@@ -5,13 +5,17 @@ Public entry points for other apps:
 - `generate_reply(conversation=..., context=...) -> AIResult` (the adapter API's contract)
 - `summarize_for_kb_index(source_id=..., text=..., timeout_seconds=...) -> str`
 - `rebuild_kb_index(...) -> RebuildReport`
+- `request_rebuild(...) -> RebuildJob`, `run_rebuild_job(job_id=...)`: the durable rebuild job
 """
+
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
+import os
 import secrets
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,12 +28,12 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from knowledge import locks, pipeline, selectors
+from knowledge import links, locks, pipeline, selectors
 from knowledge.llm_calls import call_model, knowledge_client
-from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource, SummaryDraft, index_line
+from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource, RebuildJob, SummaryDraft, index_line
 from knowledge.schemas import AIResult, Conversation, RequestContext
 from knowledge.sources import SourceDocument, SourceFailure, fetch_urls, read_folders
-from knowledge.text import clean_summary, extractive_summary, title_of
+from knowledge.text import clean_summary, extractive_summary, normalise_for_match, title_of, units
 from llm import ChatMessage, LLMClient
 
 log = logging.getLogger("clarion.knowledge")
@@ -38,6 +42,9 @@ log = logging.getLogger("clarion.knowledge")
 SUMMARY_INPUT_CHARS = 16_000
 KEEP_INDEX_BUILDS = 10
 DRAFT_FLUSH_EVERY = 25
+# ...or sooner, once this long has passed since the last save: a rebuild killed mid-way loses at
+# most about a second of finished summaries, not a batch of them.
+DRAFT_FLUSH_SECONDS = 1.0
 
 # ---------------------------------------------------------------------------- answering
 
@@ -65,13 +72,41 @@ async def answer_from_knowledge_base(
 
 
 async def generate_reply(*, conversation: Conversation, context: RequestContext, client: LLMClient | None = None) -> AIResult:
-    """Seed 004's adapter contract: the latest user message is the question, the rest is history."""
+    """The adapter contract: the latest user message is the question, the rest is history."""
     return await answer_from_knowledge_base(
         question=conversation.latest_question,
         history=conversation.history(),
         request_context=context.model_dump(),
         client=client,
     )
+
+
+def cited_section(*, content: str, kind: str, reply_text: str) -> str:
+    """The heading of the first section of a source that the reply quotes ("" when none)."""
+    quoted = normalise_for_match(reply_text)
+    for unit in units(content, kind=kind):
+        if unit.heading and unit.kind in ("sentence", "item") and normalise_for_match(unit.text) in quoted:
+            return unit.heading
+    return ""
+
+
+def with_shared_links(*, result: AIResult, request_base: str = "") -> AIResult:
+    """The result an adapter gets: citations of Clarion's own pages become absolute, signed,
+    expiring links to the cited section, which open without a session (a chat bot's users have
+    none). Sources that are URLs already link to themselves."""
+    own = {c.source_id for c in result.citations if not c.url.startswith(("http://", "https://"))}
+    if not own:
+        return result
+    loaded = selectors.source_rows_for_links(source_ids=sorted(own))
+    citations = []
+    for citation in result.citations:
+        row = loaded.get(citation.source_id)
+        if row is not None:
+            section = cited_section(content=row.content, kind=row.kind, reply_text=result.reply_text or "")
+            url = links.absolute(links.signed_source_path(pk=row.pk, section=section), request_base=request_base)
+            citation = citation.model_copy(update={"url": url})
+        citations.append(citation)
+    return result.model_copy(update={"citations": citations})
 
 
 # ---------------------------------------------------------------------------- summaries
@@ -101,7 +136,7 @@ async def summarize_for_kb_index(
     if prompt is None or max_retries is None:
         config = await selectors.aget_ai_config()
         prompt = config.summarization_prompt if prompt is None else prompt
-        max_retries = config.max_retries if max_retries is None else max_retries
+        max_retries = settings.LLM_MAX_RETRIES if max_retries is None else max_retries
     messages = [
         ChatMessage(role="system", content=prompt),
         ChatMessage(role="user", content=f"Source id: {source_id}\n\n{text[:SUMMARY_INPUT_CHARS]}"),
@@ -196,6 +231,8 @@ def rebuild_kb_index(
 
         errors: dict[str, str] = {}
         if jobs:
+            if progress:
+                progress(RebuildProgress(total=len(jobs), done=0, failed=0))
             outcomes = async_to_sync(_summarise_all)(
                 jobs,
                 summarizer=summarizer,
@@ -203,7 +240,7 @@ def rebuild_kb_index(
                 concurrency=concurrency or settings.KNOWLEDGE_REBUILD_CONCURRENCY,
                 progress=progress,
             )
-            for doc, outcome in zip(jobs, outcomes):
+            for doc, outcome in zip(jobs, outcomes, strict=True):
                 if isinstance(outcome, _Failed):
                     errors[doc.source_id] = f"could not summarise: {outcome}"
                     report.failures.append(SourceFailure(doc.source_id, errors[doc.source_id]))
@@ -215,8 +252,18 @@ def rebuild_kb_index(
 
         unreadable = {f.source_id: f.error for f in failures}
         _publish(documents, existing, summaries, errors, unreadable, report, started=started)
+    _warm_search_corpus()
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def _warm_search_corpus() -> None:
+    # The ranking statistics of the new build, computed now rather than by the first question
+    # (in this process; other processes build theirs on their first question).
+    try:
+        selectors.search_corpus()
+    except Exception:
+        log.exception("kb: could not prepare the search statistics of the new index")
 
 
 def _collect(source_dirs: list[Path] | None, source_urls: list[str] | None) -> tuple[list[SourceDocument], list[SourceFailure]]:
@@ -224,7 +271,9 @@ def _collect(source_dirs: list[Path] | None, source_urls: list[str] | None) -> t
     urls = settings.KNOWLEDGE_SOURCE_URLS if source_urls is None else source_urls
     base_dir = Path(settings.BASE_DIR)
     documents, failures = read_folders([Path(d) for d in dirs], base_dir=base_dir, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES)
-    fetched, fetch_failures = fetch_urls(urls, timeout=settings.KNOWLEDGE_URL_TIMEOUT_SECONDS, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES)
+    fetched, fetch_failures = fetch_urls(
+        urls, timeout=settings.KNOWLEDGE_URL_TIMEOUT_SECONDS, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES
+    )
     return documents + fetched, failures + fetch_failures
 
 
@@ -245,21 +294,23 @@ async def _summarise_all(
         summarizer = functools.partial(
             summarize_for_kb_index,
             prompt=config.summarization_prompt,
-            max_retries=config.max_retries,
+            max_retries=settings.LLM_MAX_RETRIES,
             client=knowledge_client(),
         )
     semaphore = asyncio.Semaphore(max(1, concurrency))
     outcomes: list[str | _Failed] = [_Failed("not run")] * len(jobs)
     pending_drafts: list[SummaryDraft] = []
     counts = {"done": 0, "failed": 0}
+    last_flush = float("-inf")
     save_drafts = sync_to_async(_save_drafts, thread_sensitive=True)
     report_progress = sync_to_async(progress, thread_sensitive=True) if progress else None
 
     async def summarise(i: int, doc: SourceDocument) -> None:
+        nonlocal last_flush
         async with semaphore:
             try:
                 summary = clean_summary(
-                    await summarizer(source_id=doc.source_id, text=doc.content, timeout_seconds=config.llm_timeout_seconds)
+                    await summarizer(source_id=doc.source_id, text=doc.content, timeout_seconds=settings.LLM_TIMEOUT_SECONDS)
                 )
                 if not summary:
                     raise SummaryError("the summary was empty")
@@ -269,7 +320,8 @@ async def _summarise_all(
                 outcomes[i] = _Failed(str(exc) or type(exc).__name__)
                 counts["failed"] += 1
             counts["done"] += 1
-            if len(pending_drafts) >= DRAFT_FLUSH_EVERY:
+            if pending_drafts and (len(pending_drafts) >= DRAFT_FLUSH_EVERY or time.monotonic() - last_flush >= DRAFT_FLUSH_SECONDS):
+                last_flush = time.monotonic()
                 batch = pending_drafts[:]
                 pending_drafts.clear()
                 await save_drafts(batch)
@@ -294,9 +346,7 @@ class _Failed(str):
 
 
 def _save_drafts(drafts: list[SummaryDraft]) -> None:
-    SummaryDraft.objects.bulk_create(
-        drafts, update_conflicts=True, unique_fields=["source_id", "content_hash"], update_fields=["summary"]
-    )
+    SummaryDraft.objects.bulk_create(drafts, update_conflicts=True, unique_fields=["source_id", "content_hash"], update_fields=["summary"])
 
 
 def _publish(
@@ -359,8 +409,10 @@ def _publish(
         report.removed = len(gone)
 
         lines = [
-            index_line(source_id, summary)
-            for source_id, summary in KnowledgeSource.objects.exclude(summary="").order_by("source_id").values_list("source_id", "summary")
+            index_line(source_id, summary, title=title)
+            for source_id, summary, title in KnowledgeSource.objects.exclude(summary="")
+            .order_by("source_id")
+            .values_list("source_id", "summary", "title")
         ]
         text = "\n".join(lines)
         current = KnowledgeIndex.objects.select_for_update().filter(is_current=True).first()
@@ -382,25 +434,182 @@ def _publish(
         SummaryDraft.objects.all().delete()  # published (or superseded) now
 
 
-def start_rebuild_in_background(*, force: bool = False, force_source_ids: Iterable[str] = ()) -> threading.Thread:
-    """For the admin: a web request must not wait for hundreds of model calls."""
-    ids = list(force_source_ids)
+# ---------------------------------------------------------------------------- rebuild jobs
+#
+# The admin and `manage.py rebuild_kb_index` ask for a rebuild by creating a RebuildJob row; a
+# runner (a thread of the web process for the admin, the command itself otherwise) claims it
+# with a conditional UPDATE and writes its progress and a heartbeat there. Any process reads the
+# row to report the build; a job whose heartbeat stopped while the rebuild lock is free belonged
+# to a process that died, and is marked failed. Finished summaries survive in SummaryDraft, so
+# the next rebuild resumes where the dead one stopped instead of paying for them again.
 
-    def run() -> None:
+# How often a running job writes its heartbeat and, at most, its progress.
+HEARTBEAT_SECONDS = 5.0
+PROGRESS_WRITE_SECONDS = 0.5
+
+
+def _request_key() -> int:
+    return locks.REBUILD_LOCK_KEY ^ 0x5EED  # another key: serialises requests, not rebuilds
+
+
+def request_rebuild(*, user=None, force: bool = False, force_source_ids: Iterable[str] = (), via: str = "admin") -> RebuildJob:
+    """Queue a rebuild. Raises RebuildAlreadyRunning when one is queued or running (and alive)."""
+    fail_stale_rebuild_jobs()
+    with transaction.atomic():
+        with connections["default"].cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_request_key()])
+        active = RebuildJob.objects.filter(status__in=[RebuildJob.Status.QUEUED, RebuildJob.Status.RUNNING]).first()
+        if active is not None:
+            raise RebuildAlreadyRunning(f"A rebuild of the knowledge-base index is already {active.status} (#{active.pk}).")
+        return RebuildJob.objects.create(
+            requested_by=user if user is not None and user.is_authenticated else None,
+            requested_via=via,
+            force=force,
+            force_source_ids=sorted(set(force_source_ids)),
+        )
+
+
+def fail_stale_rebuild_jobs(*, stale_after: float | None = None) -> int:
+    """Mark failed the jobs whose process died: no heartbeat for `stale_after` seconds and no
+    process holding the rebuild lock. Returns how many were marked."""
+    stale_after = settings.KNOWLEDGE_REBUILD_STALE_SECONDS if stale_after is None else stale_after
+    cutoff = timezone.now() - timedelta(seconds=stale_after)
+    running = RebuildJob.objects.filter(status=RebuildJob.Status.RUNNING, heartbeat_at__lt=cutoff)
+    never_started = RebuildJob.objects.filter(status=RebuildJob.Status.QUEUED, created_at__lt=cutoff)
+    if not (running.exists() or never_started.exists()) or locks.rebuild_lock_is_held():
+        return 0
+    now = timezone.now()
+    marked = running.update(
+        status=RebuildJob.Status.FAILED,
+        finished_at=now,
+        error="The process running this rebuild stopped (no heartbeat). The current index stayed in service; "
+        "summaries it had finished are kept and reused by the next rebuild.",
+    )
+    marked += never_started.update(
+        status=RebuildJob.Status.FAILED,
+        finished_at=now,
+        error="No process picked this rebuild up. Start it again.",
+    )
+    if marked:
+        log.warning("kb rebuild: %d job(s) marked failed after their process stopped", marked)
+    return marked
+
+
+def run_rebuild_job(*, job_id: int, progress: Callable[[RebuildProgress], None] | None = None, **rebuild_options) -> RebuildReport:
+    """Claim a queued job and run it here, recording progress, heartbeat and outcome on its row.
+
+    Raises RebuildAlreadyRunning if the job is not queued any more (another runner has it) or
+    another rebuild holds the lock; otherwise whatever `rebuild_kb_index` raises, after the job
+    is marked failed with it.
+    """
+    now = timezone.now()
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    claimed = RebuildJob.objects.filter(pk=job_id, status=RebuildJob.Status.QUEUED).update(
+        status=RebuildJob.Status.RUNNING, started_at=now, heartbeat_at=now, worker=worker
+    )
+    if not claimed:
+        raise RebuildAlreadyRunning(f"Rebuild #{job_id} is not waiting to run.")
+    job = RebuildJob.objects.get(pk=job_id)
+    heartbeat = _Heartbeat(job_id)
+    heartbeat.start()
+
+    def record(step: RebuildProgress) -> None:
+        # Written at most every PROGRESS_WRITE_SECONDS (and the last step at once); the heartbeat
+        # writes a step that was held back, so a slow summary never hides the count before it.
+        heartbeat.latest = step
+        if step.done == step.total or time.monotonic() - heartbeat.written_at >= PROGRESS_WRITE_SECONDS:
+            heartbeat.write()
+        if progress is not None:
+            progress(step)
+
+    try:
+        report = rebuild_kb_index(force=job.force, force_source_ids=job.force_source_ids, progress=record, **rebuild_options)
+    except BaseException as exc:
+        error = str(exc) or type(exc).__name__
+        if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit
+            error = "The rebuild was interrupted."
+        _finish(job_id, status=RebuildJob.Status.FAILED, error=f"{error} The current index stays in service.")
+        raise
+    finally:
+        heartbeat.stop()
+    errors = "\n".join(f"{f.source_id}: {f.error}" for f in report.failures)
+    _finish(job_id, status=RebuildJob.Status.SUCCEEDED, outcome=describe_report(report), error=errors)
+    return report
+
+
+def describe_report(report: RebuildReport) -> str:
+    index = report.index
+    state = "new index published" if report.index_changed else "index unchanged"
+    return (
+        f"{report.discovered} sources read, {report.summarised} summarised, {report.reused} unchanged, "
+        f"{report.removed} removed, {len(report.failures)} failed; {state} "
+        f"({index.source_count if index else 0} sources listed) in {report.seconds:.1f} s."
+    )
+
+
+def _finish(job_id: int, *, status: str, outcome: str = "", error: str = "") -> None:
+    now = timezone.now()
+    RebuildJob.objects.filter(pk=job_id).update(status=status, finished_at=now, heartbeat_at=now, outcome=outcome, error=error)
+
+
+class _Heartbeat:
+    """Writes the job's heartbeat (and its latest progress) from a thread of its own, since one
+    summary may take minutes."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+        self.latest: RebuildProgress | None = None
+        self.written: RebuildProgress | None = None
+        self.written_at = 0.0
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"kb-rebuild-heartbeat-{job_id}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+    def write(self) -> None:
+        with self.lock:
+            fields: dict = {"heartbeat_at": timezone.now()}
+            step = self.latest
+            if step is not None and step != self.written:
+                fields.update(total=step.total, done=step.done, failed=step.failed, current_source=step.source_id or "")
+            RebuildJob.objects.filter(pk=self.job_id, status=RebuildJob.Status.RUNNING).update(**fields)
+            self.written, self.written_at = step, time.monotonic()
+
+    def _beat(self) -> None:
         try:
-            report = rebuild_kb_index(force=force, force_source_ids=ids)
-            log.info(
-                "kb rebuild finished summarised=%d reused=%d removed=%d failed=%d",
-                report.summarised, report.reused, report.removed, len(report.failures),
-            )  # fmt: skip
-        except RebuildAlreadyRunning:
-            log.info("kb rebuild not started: another one is running")
+            while not self.stopped.wait(HEARTBEAT_SECONDS):
+                self.write()
         except Exception:
-            log.exception("kb rebuild failed; the previous index stays in service")
+            log.exception("kb rebuild heartbeat of job %s failed", self.job_id)
         finally:
             connections.close_all()
 
-    thread = threading.Thread(target=run, name="kb-rebuild", daemon=True)
+
+def run_rebuild_job_in_background(*, job_id: int) -> threading.Thread:
+    """For the admin: a web request must not wait for hundreds of model calls. If this process
+    dies, the job's heartbeat stops and the admin reports it (see fail_stale_rebuild_jobs)."""
+
+    def run() -> None:
+        try:
+            report = run_rebuild_job(job_id=job_id)
+            log.info(
+                "kb rebuild #%s finished summarised=%d reused=%d removed=%d failed=%d",
+                job_id, report.summarised, report.reused, report.removed, len(report.failures),
+            )  # fmt: skip
+        except RebuildAlreadyRunning as exc:
+            log.info("kb rebuild #%s not run: %s", job_id, exc)
+        except Exception:
+            log.exception("kb rebuild #%s failed; the previous index stays in service", job_id)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=run, name=f"kb-rebuild-{job_id}", daemon=True)
     thread.start()
     return thread
 
@@ -428,3 +637,8 @@ async def arecord_adapter_token_use(*, token: AdapterToken) -> None:
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > USE_RECORD_INTERVAL:
         await AdapterToken.objects.filter(pk=token.pk).aupdate(last_used_at=now)
+
+
+def deactivate_adapter_tokens(*, token_ids: list[int]) -> int:
+    """Switch tokens off (kept for the record); returns how many were active."""
+    return AdapterToken.objects.filter(pk__in=token_ids, is_active=True).update(is_active=False)

@@ -1,4 +1,5 @@
 """Reading the configured folders and URLs into source documents. No database access."""
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -104,7 +105,7 @@ def fetch_url(url: str, *, timeout: float, max_bytes: int) -> SourceDocument:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError("only http(s) URLs are supported")
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/markdown, text/plain;q=0.9"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (scheme checked above)
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         body = response.read(max_bytes + 1)
         if len(body) > max_bytes:
             raise ValueError(f"larger than {max_bytes} bytes (KNOWLEDGE_MAX_SOURCE_BYTES)")

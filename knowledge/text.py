@@ -3,12 +3,12 @@
 The offline engine's notion of "the same word" (terms) is deliberately small and symmetric: the
 question and the sources go through the same normalisation, so a crude stemmer is enough.
 """
+
 from __future__ import annotations
 
 import functools
 import re
 from dataclasses import dataclass
-from html.parser import HTMLParser
 
 # Postgres' English stop words (snowball), plus a few words that carry no topic in questions.
 STOPWORDS = frozenset(
@@ -21,9 +21,17 @@ STOPWORDS = frozenset(
     too under until up very was we were what when where which while who whom why will with would you your
     yours yourself yourselves s t don shouldn isn aren wasn weren hasn haven hadn doesn didn won wouldn
     couldn mustn let get got please thanks thank tell explain know want need way use using also via e g
+    e.g i.e etc
     """.split()
 )
 
+# A word, or a technical token kept whole: HTTP/2, utf-8, v3.9, x-forwarded-for, LLM_BASE_URL,
+# request.url_for. The whole token is a term of its own (rare, so it weighs a lot) and its
+# alphabetic parts are terms too, so "HTTP/2" finds pages about HTTP/2 first and HTTP second.
+# Postgres' parser keeps most such tokens whole as well (`http/2`, `v3.9`, `x-forwarded-for`);
+# its queries are built by that same parser (selectors.full_text_query), so each side agrees
+# with itself about what a token is.
+_TOKEN = re.compile(r"[a-z0-9]+(?:[./\-_+][a-z0-9]+)*")
 _WORD = re.compile(r"[a-z0-9]+")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s", "e")
 
@@ -37,19 +45,54 @@ def stem(word: str) -> str:
     return word
 
 
+# Stop words as they look once stemmed: "uses" stems to "use", which is as empty as "use".
+_STEMMED_STOPWORDS = frozenset(stem(w) for w in STOPWORDS)
+
+
 def words(text: str) -> list[str]:
     """Lower-case alphanumeric words, split the way Postgres' parser splits LLM_BASE_URL."""
     return _WORD.findall(text.lower())
 
 
-def terms(text: str) -> list[str]:
-    """Distinct stemmed content words, in order of first appearance."""
-    seen: dict[str, None] = {}
-    for word in words(text):
-        if word in STOPWORDS or len(word) < 2:
+@functools.lru_cache(maxsize=65_536)
+def _token_terms(token: str) -> tuple[str, ...]:
+    out: list[str] = []
+    parts = _WORD.findall(token)
+    if len(parts) > 1:
+        # The whole technical token, unstemmed: "utf-8" is not "utf-8s".
+        if token not in STOPWORDS:
+            out.append(token)
+    for part in parts:
+        if len(part) < 2 or (len(parts) > 1 and part.isdigit()) or part in STOPWORDS:
             continue
-        seen.setdefault(stem(word), None)
-    return list(seen)
+        stemmed = stem(part)
+        if stemmed in _STEMMED_STOPWORDS:
+            continue
+        out.append(stemmed)
+    return tuple(out)
+
+
+_CASED_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[./\-_+][A-Za-z0-9]+)*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def term_list(text: str) -> list[str]:
+    """Every term of a text, repeats included (for term frequencies). A CamelCase name is a
+    term and so are its words: `SessionMiddleware` is found by "session middleware"."""
+    out: list[str] = []
+    for token in _CASED_TOKEN.findall(text):
+        lowered = token.lower()
+        out.extend(_token_terms(lowered))
+        if token != lowered and token != token.upper() and not token[1:].islower():
+            for part in _CAMEL.findall(token):
+                if part.lower() != lowered:
+                    out.extend(t for t in _token_terms(part.lower()) if t not in out[-8:])
+    return out
+
+
+def terms(text: str) -> list[str]:
+    """Distinct stemmed content terms (technical tokens kept whole too), in order of first appearance."""
+    return list(dict.fromkeys(term_list(text)))
 
 
 def search_words(text: str, *, limit: int = 24) -> list[str]:
@@ -61,94 +104,474 @@ def search_words(text: str, *, limit: int = 24) -> list[str]:
     return list(seen)[:limit]
 
 
-# ---------------------------------------------------------------------------- sentences and units
+# ---------------------------------------------------------------------------- sentences
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*_])")
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[A-Z0-9`\"'(*_]|\[(?!\d{1,3}\]))")
+_ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Dr|No)\.)$", re.IGNORECASE)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.*)$")
-_RST_UNDERLINE = re.compile(r"^([=\-~^\"'#*+:.])\1{2,}\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_HTML_TAG = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s+[^<>]*?)?/?>")
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
 
 def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    """Sentences of a paragraph. A citation marker stays with its sentence, an abbreviation
+    ("e.g.") does not end one, and a trailing parenthesis ("(Default 100)") belongs to the
+    sentence before it."""
+    pieces = [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    out: list[str] = []
+    for piece in pieces:
+        if out and (aside := _TRAILING_ASIDE.match(piece)):
+            out[-1] = f"{out[-1]} {aside.group(0).strip()}"
+            piece = piece[aside.end() :].strip()
+            if not piece:
+                continue
+        if out and _ABBREVIATION_END.search(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
+# "(Default 100)", "(optional)": a short parenthesis after a full stop completes that sentence.
+_TRAILING_ASIDE = re.compile(r"^\([^()]{1,60}\)[.!?]?(?=\s|$)")
 
 
 def strip_links(text: str) -> str:
     """Markdown links become their text: a relative link would point nowhere outside its page."""
-    return _LINK.sub(lambda m: m.group(1), text)
+    return _REF_LINK.sub(lambda m: m.group(1), _LINK.sub(lambda m: m.group(1), text))
+
+
+def strip_html(text: str) -> str:
+    """Inline HTML tags go (outside code spans): `<br>`, `<img …>`, `<kbd>` are not prose."""
+    parts = _CODE_SPAN.split(text)
+    # split() with one group pair yields [text, ticks, code, text, ticks, code, ...]
+    out = []
+    for i, part in enumerate(parts):
+        if i % 3 == 0:
+            out.append(_HTML_TAG.sub("", part))
+        elif i % 3 == 1:
+            continue
+        else:
+            out.append(f"{parts[i - 1]}{part}{parts[i - 1]}")
+    return re.sub(r"[ \t]{2,}", " ", "".join(out))
+
+
+def inline_text(text: str) -> str:
+    """One line of Markdown as plain prose: links as their text, no inline HTML, no emphasis marks
+    around whole words (`**bold**` → bold), code spans kept."""
+    text = strip_html(strip_links(text))
+    text = re.sub(r"(?<![\w*])(\*\*|__)(?=\S)(.+?)(?<=\S)\1(?![\w*])", r"\2", text)
+    return " ".join(text.split())
+
+
+# ---------------------------------------------------------------------------- document structure
+
+
+@dataclass(frozen=True)
+class Block:
+    """A structural piece of a document: a paragraph, a list item, a code block or a table row."""
+
+    kind: str  # "paragraph" | "item" | "code" | "row"
+    text: str
+    heading: str  # the nearest heading above it ("" before the first)
+    section: int  # which section (a heading starts a new one)
+    lead: str = ""  # the sentence ending in ":" that introduces a code block or a list
+    lang: str = ""  # a code block's language
+    header: str = ""  # a table row's header and delimiter lines
+    links: tuple[str, ...] = ()  # the text of the links it held (to other pages, mostly)
+
+
+@dataclass(frozen=True)
+class Document:
+    title: str
+    headings: list[tuple[int, str]]  # (level, text) outside code
+    blocks: list[Block]
+    section_headings: list[tuple[str, ...]]  # per section: the heading path, outermost first
+
+
+_ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING = _ATX
+_LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(.*)$")
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'#*+:.`])\1{2,}\s*$")
+_FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+#.-]*)")
+_ADMONITION = re.compile(r"^(?:!!!|\?\?\?\+?)\s*([\w-]+)(?:\s+\"([^\"]*)\")?\s*$|^===\+?\s+\"([^\"]*)\"\s*$")
+_MKDOCSTRINGS = re.compile(r"^:::\s+[\w.]+\s*$")  # an API reference generated at build time
+_RST_DIRECTIVE = re.compile(r"^\.\.\s+([\w-]+)::\s*(.*)$")
+_RST_PROSE_DIRECTIVES = {
+    "note",
+    "warning",
+    "tip",
+    "important",
+    "caution",
+    "attention",
+    "hint",
+    "danger",
+    "error",
+    "seealso",
+    "admonition",
+    "versionadded",
+    "versionchanged",
+    "deprecated",
+}
+_RST_CODE_DIRECTIVES = {"code-block", "code", "sourcecode"}
+_TABLE_DELIMITER = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_HTML_BLOCK = re.compile(r"^</?[a-zA-Z][\w:-]*(?:\s[^>]*)?/?>.*$|^<!--")
+
+
+def _link_texts(raw: str) -> tuple[str, ...]:
+    return tuple(inline_text(m.group(1)) for m in re.finditer(r"(?<!!)\[([^\]]{3,})\]\(|\[([^\]]{3,})\]\[", raw) if m.group(1))
+
+
+def _dedent(lines: list[str], width: int) -> list[str]:
+    """Remove up to `width` leading spaces from each line (code keeps its own indentation)."""
+    if width <= 0:
+        return list(lines)
+    return [line[min(width, len(line) - len(line.lstrip(" \t"))) :] for line in lines]
+
+
+def _heading_text(text: str) -> str:
+    text = inline_text(text)
+    text = re.sub(r"\s*\{#[^}]*\}\s*$", "", text)  # "## Title {#anchor}" (attr_list)
+    return text.replace("`", "").strip()
+
+
+def parse(content: str, *, kind: str = "markdown") -> Document:
+    """The structure of a Markdown (CommonMark/GFM/MkDocs), reStructuredText or plain-text page.
+
+    Headings outside code (ATX, setext and RST underlines) open sections; admonition bodies
+    (`!!! note "Title"` + an indented body, `.. note::`) are prose; fenced, indented and RST
+    literal blocks are code; GFM table rows are rows; HTML blocks are left out.
+    """
+    lines = content.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    blocks: list[Block] = []
+    headings: list[tuple[int, str]] = []
+    section_paths: list[tuple[str, ...]] = [()]
+    stack: list[tuple[int, str]] = []
+    front_title = ""
+    rst_levels: list[str] = []
+    para: list[str] = []
+    item: list[str] | None = None
+    lead = ""
+    i = 0
+
+    if lines and lines[0].strip() == "---":  # YAML front matter
+        for j in range(1, min(len(lines), 200)):
+            if lines[j].strip() in ("---", "..."):
+                for meta in lines[1:j]:
+                    if m := re.match(r"^title:\s*[\"']?(.*?)[\"']?\s*$", meta):
+                        front_title = m.group(1)
+                i = j + 1
+                break
+
+    def section() -> int:
+        return len(section_paths) - 1
+
+    def heading() -> str:
+        return stack[-1][1] if stack else ""
+
+    def add(kind_: str, text: str, **extra) -> None:
+        blocks.append(Block(kind_, text, heading(), section(), **extra))
+
+    def flush() -> None:
+        nonlocal para, item, lead
+        if item is not None:
+            raw = " ".join(item)
+            text = inline_text(raw)
+            if text:
+                add("item", text, lead=lead, links=_link_texts(raw))
+            item = None
+        if para:
+            raw = " ".join(para)
+            text = inline_text(raw)
+            para = []
+            if text:
+                add("paragraph", text, links=_link_texts(raw))
+                last = split_sentences(text)[-1] if text else ""
+                lead = last if last.endswith(":") else ""
+                return
+
+    def open_heading(level: int, text: str) -> None:
+        nonlocal lead
+        flush()
+        lead = ""
+        text = _heading_text(text)
+        if not text:
+            return
+        headings.append((level, text))
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, text))
+        section_paths.append(tuple(t for _, t in stack))
+
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+
+        if fence := _FENCE.match(line):
+            flush()
+            indent, marker, lang = len(fence.group(1)), fence.group(2), fence.group(3)
+            body: list[str] = []
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith(marker):
+                body.append(lines[i])
+                i += 1
+            code = "\n".join(_dedent(body, indent)).strip("\n")
+            if code.strip():
+                add("code", code, lead=lead, lang=lang)
+            lead = ""
+            i += 1
+            continue
+
+        if not stripped:
+            if item is not None and following and (lines[i + 1][:2].isspace() and not _LIST_ITEM.match(lines[i + 1])):
+                i += 1  # a blank line inside a list item
+                continue
+            flush()
+            i += 1
+            continue
+
+        if _ADMONITION.match(stripped):
+            flush()
+            # The indented body is prose: parse it in place, dedented.
+            j = i + 1
+            body = []
+            while j < len(lines) and (not lines[j].strip() or lines[j][:1].isspace()):
+                body.append(lines[j])
+                j += 1
+            lines[i + 1 : j] = _dedent(body, 4)
+            i += 1
+            continue
+
+        if _MKDOCSTRINGS.match(stripped):
+            flush()
+            j = i + 1
+            while j < len(lines) and (not lines[j].strip() or lines[j][:1].isspace()):
+                j += 1  # its indented options
+            i = j
+            continue
+
+        if directive := _RST_DIRECTIVE.match(stripped):
+            flush()
+            name = directive.group(1).lower()
+            j = i + 1
+            body = []
+            while j < len(lines) and (not lines[j].strip() or lines[j][:1].isspace()):
+                body.append(lines[j])
+                j += 1
+            width = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+            if name in _RST_PROSE_DIRECTIVES:
+                first = directive.group(2).strip()
+                lines[i + 1 : j] = ([first, ""] if first and name != "admonition" else []) + _dedent(body, width)
+                i += 1
+                continue
+            if name in _RST_CODE_DIRECTIVES:
+                code = "\n".join(_dedent([b for b in body if not b.strip().startswith(":")], width)).strip("\n")
+                if code.strip():
+                    add("code", code, lead=lead, lang=directive.group(2).strip())
+                lead = ""
+            i = j
+            continue
+
+        if stripped.startswith("..") and not stripped.startswith("..."):  # an RST comment or target
+            flush()
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and lines[j][:1].isspace():
+                j += 1
+            i = j
+            continue
+
+        if (m := _ATX.match(stripped)) and not line.startswith(("    ", "\t")):
+            open_heading(len(m.group(1)), m.group(2))
+            i += 1
+            continue
+
+        if re.fullmatch(r"(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,}", stripped) and not (para and kind == "rst"):
+            if para and kind != "rst" and stripped.startswith("-"):
+                # "Some text\n---" is a setext heading in Markdown.
+                text = " ".join(para)
+                para = []
+                open_heading(2, text)
+            else:
+                flush()
+            i += 1
+            continue
+
+        # RST over+underlined heading
+        if _RST_UNDERLINE.match(stripped) and following and i + 2 < len(lines) and lines[i + 2].strip() == stripped and not para:
+            char = "o" + stripped[0]
+            if char not in rst_levels:
+                rst_levels.append(char)
+            open_heading(rst_levels.index(char) + 1, following)
+            i += 3
+            continue
+
+        # Setext (Markdown) or RST underlined heading: this line is the heading text.
+        if (
+            following
+            and _RST_UNDERLINE.match(following)
+            and not para
+            and item is None
+            and not _LIST_ITEM.match(line)
+            and len(following) >= min(3, len(stripped))
+        ):
+            char = following[0]
+            if kind == "rst":
+                if char not in rst_levels:
+                    rst_levels.append(char)
+                level = rst_levels.index(char) + 1
+            else:
+                level = 1 if char == "=" else 2 if char == "-" else 3
+            if char in "=-" or kind == "rst":
+                open_heading(level, stripped)
+                i += 2
+                continue
+
+        if stripped.startswith("|") or (stripped.count("|") >= 2 and _TABLE_DELIMITER.match(following)):
+            flush()
+            header_lines: list[str] = []
+            if _TABLE_DELIMITER.match(following):
+                header_lines = [stripped, following]
+                i += 2
+            while i < len(lines) and lines[i].strip().count("|") >= 1 and lines[i].strip():
+                row = lines[i].strip()
+                if not _TABLE_DELIMITER.match(row):
+                    add("row", row, header="\n".join(header_lines))
+                i += 1
+            continue
+
+        if _HTML_BLOCK.match(stripped):
+            flush()
+            if stripped.startswith("<!--"):
+                while i < len(lines) and "-->" not in lines[i]:
+                    i += 1
+            i += 1
+            continue
+
+        if m := _LIST_ITEM.match(line):
+            if para:
+                flush()
+            elif item is not None:
+                flush_lead = lead
+                flush()
+                lead = flush_lead  # items of one list share the list's lead-in
+            item = [m.group(2)]
+            i += 1
+            continue
+
+        if item is not None and line[:1].isspace():
+            item.append(stripped)
+            i += 1
+            continue
+
+        if (line.startswith(("    ", "\t"))) and not para:
+            # Indented code (after "Paragraph::" in RST, or a plain indented block).
+            flush()
+            body = []
+            while i < len(lines) and (not lines[i].strip() or lines[i].startswith(("    ", "\t"))):
+                body.append(lines[i])
+                i += 1
+            code = "\n".join(_dedent(body, 4)).strip("\n")
+            if code.strip():
+                add("code", code, lead=lead)
+            lead = ""
+            continue
+
+        if item is not None:
+            if not _RST_UNDERLINE.match(stripped):
+                item.append(stripped)  # a lazy continuation line of the item
+                i += 1
+                continue
+            flush()
+        if stripped.endswith("::") and kind in ("rst", "text", "markdown"):
+            # RST "Paragraph::" introduces a literal block and reads as "Paragraph:".
+            para.append(stripped[:-1] if not stripped.endswith(" ::") else stripped[:-3])
+            flush()
+            i += 1
+            continue
+        para.append(re.sub(r"^>\s?", "", stripped))
+        i += 1
+    flush()
+
+    title = _title(headings, front_title=front_title)
+    return Document(title=title, headings=headings, blocks=blocks, section_headings=section_paths)
+
+
+def _title(headings: list[tuple[int, str]], *, front_title: str) -> str:
+    if front_title:
+        return front_title
+    # Only a top-level heading names the page; a page that starts at "##" has sections, not a title.
+    return next((text for level, text in headings if level == 1), "")
+
+
+@functools.lru_cache(maxsize=512)
+def parse_cached(content: str, kind: str = "markdown") -> Document:
+    return parse(content, kind=kind)
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One quotable sentence (or list item) of a source, with the heading it sits under."""
+    """One quotable piece of a source: a sentence, a list item, a code block or a table row,
+    with the heading it sits under."""
 
     text: str
     heading: str
     position: int
     linked: bool = False  # it pointed to another page: navigation more often than an answer
+    kind: str = "sentence"  # "sentence" | "item" | "code" | "row"
+    section: int = 0
+    lead: str = ""  # the sentence that introduces it ("To install it, run:")
+    lang: str = ""
+    header: str = ""
+    link_text: str = ""  # the text of the links in it: words there name another page
 
 
-def units(content: str) -> list[Unit]:
-    """Quotable sentences of a Markdown/RST/plain-text document: code, tables and headings excluded."""
+def units(content: str, *, kind: str = "markdown") -> list[Unit]:
+    """Quotable pieces of a document; headings, HTML and introductions on their own are not."""
+    return list(_units(content, kind))
+
+
+@functools.lru_cache(maxsize=512)
+def _units(content: str, kind: str) -> tuple[Unit, ...]:
     out: list[Unit] = []
-    heading = ""
-    block: list[str] = []
-    in_fence = False
-    in_literal = False  # RST "::" literal block: indented lines after it
-    lines = content.splitlines()
+    for block in parse_cached(content, kind).blocks:
+        if block.kind == "paragraph":
+            for sentence in split_sentences(block.text):
+                inside = " ".join(link for link in block.links if link in sentence)
+                if _quotable(sentence):
+                    out.append(
+                        Unit(
+                            sentence, block.heading, len(out), linked=bool(inside), kind="sentence", section=block.section, link_text=inside
+                        )
+                    )
+        elif block.kind == "item":
+            if len(block.text) >= 3 and len(words(block.text)) >= 1:
+                linked = bool(block.links) and _is_link_only(block.text)
+                inside = " ".join(block.links)
+                out.append(
+                    Unit(
+                        block.text,
+                        block.heading,
+                        len(out),
+                        linked=linked,
+                        kind="item",
+                        section=block.section,
+                        lead=block.lead,
+                        link_text=inside,
+                    )
+                )
+        elif block.kind == "code":
+            if len(block.text) <= 1200:
+                out.append(Unit(block.text, block.heading, len(out), kind="code", section=block.section, lead=block.lead, lang=block.lang))
+        elif block.kind == "row":
+            out.append(Unit(block.text, block.heading, len(out), kind="row", section=block.section, header=block.header))
+    return tuple(out)
 
-    def flush() -> None:
-        nonlocal block
-        if block:
-            for sentence in split_sentences(" ".join(block)):
-                text = strip_links(sentence)
-                if _quotable(text):
-                    out.append(Unit(text, heading, len(out), linked=bool(_LINK.search(sentence))))
-        block = []
 
-    for line in lines:
-        stripped = line.strip()
-        if _FENCE.match(line):
-            flush()
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        if in_literal:
-            if not stripped or line[:1].isspace():
-                continue
-            in_literal = False
-        if not stripped or stripped.startswith(("|", "<!--", ".. ")):
-            flush()
-            in_literal = stripped.startswith(".. ")  # an RST directive: its indented body is not prose
-            continue
-        if match := _HEADING.match(stripped):
-            flush()
-            heading = match.group(2)
-            continue
-        if _RST_UNDERLINE.match(stripped):
-            # The line above was an RST heading, not prose.
-            if block:
-                heading = block.pop()
-            flush()
-            continue
-        if line.startswith(("    ", "\t")) and not block:
-            continue  # indented code
-        if match := _LIST_ITEM.match(line):
-            flush()
-            block = [match.group(1)]
-            continue
-        if stripped.endswith("::"):
-            # RST "Paragraph::" introduces an indented literal block and reads as "Paragraph:".
-            block.append(stripped[:-1])
-            flush()
-            in_literal = True
-            continue
-        block.append(stripped.lstrip("> "))
-    flush()
-    return out
+def _is_link_only(text: str) -> bool:
+    return len(words(text)) <= 6 and not text.rstrip().endswith((".", "!", "?"))
 
 
 def _quotable(sentence: str) -> bool:
@@ -158,42 +581,34 @@ def _quotable(sentence: str) -> bool:
 
 def normalise_for_match(text: str) -> str:
     """Lower-cased words joined by single spaces: markup, punctuation and markers do not count."""
-    return " ".join(words(strip_links(text)))
+    return " ".join(words(strip_html(strip_links(text))))
+
+
+def squash(text: str) -> str:
+    """Whitespace-insensitive form of code, for checking a quoted block is in its source."""
+    return "".join(text.split())
 
 
 # ---------------------------------------------------------------------------- titles and summaries
 
 
 def title_of(content: str, *, kind: str, fallback: str) -> str:
-    lines = [line.strip() for line in content.splitlines()]
-    for i, line in enumerate(lines):
-        if match := _HEADING.match(line):
-            return match.group(2)[:300]
-        if kind == "rst" and line and i + 1 < len(lines) and _RST_UNDERLINE.match(lines[i + 1]):
-            return line[:300]
+    """The first top-level heading outside code (front-matter `title:` first); a `#` comment in a
+    fenced block is not a heading."""
+    title = parse_cached(content, kind).title
+    if title:
+        return title[:300]
     if kind == "text":
-        first = next((line for line in lines if line), "")
+        first = next((line.strip() for line in content.splitlines() if line.strip()), "")
         if first and len(first) <= 120:
             return first
     return fallback.replace("-", " ").replace("_", " ").strip().capitalize()[:300] or "Untitled"
 
 
-def headings_of(content: str) -> list[str]:
-    found = []
-    lines = content.splitlines()
-    in_fence = False
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            continue
-        if (match := _HEADING.match(stripped)) and len(match.group(1)) >= 2:
-            found.append(match.group(2))
-        elif stripped and i + 1 < len(lines) and _RST_UNDERLINE.match(lines[i + 1].strip()) and i > 1:
-            found.append(stripped)
-    return found
+def headings_of(content: str, *, kind: str = "markdown") -> list[str]:
+    """Section headings below the title, outside code."""
+    document = parse_cached(content, kind)
+    return [text for level, text in document.headings if text != document.title]
 
 
 SUMMARY_MAX_CHARS = 300
@@ -207,10 +622,10 @@ def clip(text: str, limit: int) -> str:
     return cut + "…"
 
 
-def extractive_summary(*, title: str, content: str) -> str:
+def extractive_summary(*, title: str, content: str, kind: str = "markdown") -> str:
     """The offline engine's index entry: the title, the opening sentence, the section headings."""
-    opening = next((u.text for u in units(content)), "")
-    sections = [h for h in headings_of(content) if h.lower() != title.lower()][:8]
+    opening = next((u.text for u in units(content, kind=kind) if u.kind == "sentence"), "")
+    sections = [h for h in headings_of(content, kind=kind) if h.lower() != title.lower()][:8]
     summary = f"{title}."
     if opening:
         summary += f" {opening}"
@@ -224,6 +639,7 @@ def extractive_summary(*, title: str, content: str) -> str:
 def clean_summary(text: str) -> str:
     """One line of plain text: what a model wrote for the index, without quotes or Markdown."""
     # Markdown emphasis and code marks go; underscores inside names (LLM_BASE_URL) stay.
+    text = strip_html(text)
     text = re.sub(r"`+|\*\*|__(?=\w)|(?<=\w)__|^#+\s*|^>\s*", "", text.strip(), flags=re.MULTILINE)
     text = text.strip().strip('"').strip("'")
     text = re.sub(r"^(summary|index entry)\s*:\s*", "", text, flags=re.IGNORECASE)
@@ -234,62 +650,43 @@ def clean_summary(text: str) -> str:
 # ---------------------------------------------------------------------------- HTML
 
 
-class _HTMLToText(HTMLParser):
-    """HTML → Markdown-ish text: headings keep their level, list items their bullets, code its fence."""
-
-    SKIP = {"script", "style", "noscript", "svg", "nav", "footer", "form", "template", "iframe", "button"}
-    BLOCK = {"p", "div", "section", "article", "main", "header", "table", "tr", "blockquote", "dl", "dt", "dd", "ul", "ol", "br", "hr"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title = ""
-        self._skip = 0
-        self._in_title = False
-        self._pre = 0
-
-    def handle_starttag(self, tag: str, attrs) -> None:
-        if tag in self.SKIP:
-            self._skip += 1
-        elif tag == "title":
-            self._in_title = True
-        elif tag in {"h1", "h2", "h3", "h4", "h5", "h6"}:
-            self.parts.append("\n\n" + "#" * int(tag[1]) + " ")
-        elif tag == "li":
-            self.parts.append("\n- ")
-        elif tag == "pre":
-            self._pre += 1
-            self.parts.append("\n\n```\n")
-        elif tag in self.BLOCK:
-            self.parts.append("\n\n" if tag != "br" else "\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP:
-            self._skip = max(0, self._skip - 1)
-        elif tag == "title":
-            self._in_title = False
-        elif tag == "pre":
-            self._pre = max(0, self._pre - 1)
-            self.parts.append("\n```\n\n")
-        elif tag in {"h1", "h2", "h3", "h4", "h5", "h6"} or tag in self.BLOCK:
-            self.parts.append("\n\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title += data
-        elif not self._skip:
-            self.parts.append(data if self._pre else re.sub(r"\s+", " ", data))
+# Page furniture rather than content, by tag and by the class/id names documentation themes use.
+_HTML_DROP_TAGS = ["script", "style", "noscript", "svg", "nav", "footer", "form", "template", "iframe", "button", "aside", "link", "meta"]
+_HTML_DROP_NAMES = re.compile(
+    r"(?:^|[-_ ])(?:sidebar|breadcrumbs?|headerlink|toc|skip-link|md-nav|md-header|md-footer|navbar|cookie|banner)(?:$|[-_ ])", re.I
+)
 
 
 def html_to_text(html: str) -> tuple[str, str]:
-    """(title, text) of an HTML page."""
-    parser = _HTMLToText()
-    parser.feed(html)
-    parser.close()
-    text = "".join(parser.parts)
+    """(title, Markdown) of an HTML page: its main content (`<main>`, `role=main`, `<article>` or
+    the body) converted by a real HTML parser and Markdown converter (BeautifulSoup +
+    markdownify), headings as ATX headings, lists as lists, `<pre>` as fenced code, tables as
+    GFM tables; navigation, scripts and page furniture left out."""
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
+    soup = BeautifulSoup(html, "html.parser")
+    title = " ".join(soup.title.get_text().split()) if soup.title else ""
+    for tag in soup(_HTML_DROP_TAGS):
+        tag.decompose()
+    for tag in soup.find_all(True):
+        if tag.decomposed or tag.attrs is None:
+            continue
+        names = " ".join([str(tag.get("id") or ""), *(str(c) for c in tag.get("class") or [])])
+        if names.strip() and _HTML_DROP_NAMES.search(names):
+            tag.decompose()
+    main = soup.find("main") or soup.find(role="main") or soup.find("article") or soup.body or soup
+    for header in main.find_all("header"):
+        if not header.find(["h1", "h2", "h3"]):
+            header.decompose()  # a site header inside the content column; an article's own header stays
+    converter = MarkdownConverter(
+        heading_style="ATX",
+        bullets="-",
+        strip=["img", "a", "b", "strong", "i", "em", "span"],
+        escape_underscores=False,
+        escape_asterisks=False,
+    )
+    text = converter.convert_soup(main)
     lines = [line.rstrip() for line in text.splitlines()]
-    cleaned = re.sub(r"\n{3,}", "\n\n", "\n".join(line if line.strip() else "" for line in lines)).strip()
-    # "# Title" lines come out with a stray leading space when the heading text started with one.
-    cleaned = re.sub(r"^(#{1,6}) +", r"\1 ", cleaned, flags=re.MULTILINE)
-    cleaned = re.sub(r"^- +", "- ", cleaned, flags=re.MULTILINE)
-    return " ".join(parser.title.split()), cleaned
+    cleaned = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+    return title, cleaned

@@ -1,4 +1,5 @@
 """The one metric of the LLM boundary, shared by every caller (chat turns, the knowledge pipeline)."""
+
 from __future__ import annotations
 
 from prometheus_client import Histogram

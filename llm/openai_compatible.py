@@ -1,24 +1,32 @@
 """LLMClient for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp, ...).
 
-The SDK's own retries are disabled: we retry ourselves so that every attempt has a
-hard wall-clock budget, streams can be restarted visibly (StreamRestart), and the
-number of attempts is reported back to the caller.
+The SDK's own retries are disabled: every call follows the boundary's one policy
+(`llm.budget`), so each attempt has a hard wall-clock limit, streams can be restarted
+visibly (StreamRestart), and the number of attempts is reported back to the caller.
+
+A stream has three limits rather than one deadline: the first chunk must arrive within
+`first_token_seconds`, no two chunks may be further apart than `idle_seconds`, and the whole
+call (retries included) ends at `total_seconds`. A model that streams steadily for longer
+than the first-token limit therefore finishes; one that stalls is restarted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import random
+import os
 import re
 import time
+import weakref
 from typing import Any, AsyncIterator, Awaitable, Callable, NoReturn
 from urllib.parse import urlsplit
 
+import httpx
 import openai
 import pydantic
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from .budget import CallBudget, call_with_retries, first_token_timeout_error, idle_timeout_error, total_timeout_error
 from .errors import LLMError, redact
 from .types import (
     ChatMessage,
@@ -47,28 +55,48 @@ class OpenAICompatibleClient:
         base_url: str | None,
         api_key: str | None,
         model: str,
-        timeout_seconds: float = 30,
-        max_retries: int = 2,
-        backoff_base: float = 0.5,
-        backoff_max: float = 8.0,
+        budget: CallBudget | None = None,
+        timeout_seconds: float | None = None,
+        max_retries: int | None = None,
+        idle_timeout_seconds: float | None = None,
+        total_timeout_seconds: float | None = None,
+        connect_timeout_seconds: float | None = None,
+        backoff_base: float | None = None,
+        backoff_max: float | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        """`budget` is the default for every call; the keyword shortcuts override its fields
+        (timeout_seconds is the first-token / non-streamed limit)."""
+        budget = budget or CallBudget()
+        overrides = {
+            "first_token_seconds": timeout_seconds,
+            "max_retries": None if max_retries is None else max(0, max_retries),
+            "idle_seconds": idle_timeout_seconds,
+            "total_seconds": total_timeout_seconds,
+            "connect_seconds": connect_timeout_seconds,
+            "backoff_base": backoff_base,
+            "backoff_max": backoff_max,
+        }
+        self.budget = CallBudget(**{**budget.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
         self.model = model
-        self.timeout_seconds = timeout_seconds
-        self.max_retries = max(0, max_retries)
-        self.backoff_base = backoff_base
-        self.backoff_max = backoff_max
         self._sleep = sleep
         self._api_key = api_key
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url,
-            # Local servers (Ollama, llama.cpp) ignore the key but the SDK insists on one.
-            api_key=api_key or "not-needed",
-            max_retries=0,
-            timeout=timeout_seconds,
-        )
-        self.base_url = str(self._client.base_url).rstrip("/")
+        self._base_url = base_url
+        # An AsyncOpenAI client's connection pool belongs to the event loop that opened it, and a
+        # management command, a test and the server each run their own loop: one per loop.
+        self._sdk_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, openai.AsyncOpenAI] = weakref.WeakKeyDictionary()
+        # As the SDK resolves it, without building a client (its TLS setup costs ~0.1 s).
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
         self.name = f"OpenAI-compatible · {model} @ {_host(self.base_url)}"
+
+    # Kept for callers that read the defaults.
+    @property
+    def timeout_seconds(self) -> float:
+        return self.budget.first_token_seconds
+
+    @property
+    def max_retries(self) -> int:
+        return self.budget.max_retries
 
     # ------------------------------------------------------------------ public API
 
@@ -78,11 +106,13 @@ class OpenAICompatibleClient:
         *,
         tools: list[ToolSpec] | None = None,
         timeout: float | None = None,
+        budget: CallBudget | None = None,
     ) -> Completion:
         request = self._request(messages, tools)
+        budget = (budget or self.budget).with_first_token(timeout)
         started = time.monotonic()
         try:
-            completion = await self._complete_with_retries(request, timeout, started)
+            completion = await self._complete_with_retries(request, budget, started)
         except LLMError as err:
             self._log("complete", started, err.attempts, error=err)
             raise
@@ -95,15 +125,17 @@ class OpenAICompatibleClient:
         *,
         schema: type[T],
         timeout: float | None = None,
+        budget: CallBudget | None = None,
     ) -> T:
         request = self._request(messages, None)
         request["response_format"] = {
             "type": "json_schema",
             "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema(), "strict": False},
         }
+        budget = (budget or self.budget).with_first_token(timeout)
         started = time.monotonic()
         try:
-            completion = await self._complete_with_retries(request, timeout, started)
+            completion = await self._complete_with_retries(request, budget, started)
             result = _validate(schema, completion.content, completion.attempts)
         except LLMError as err:
             self._log("structured", started, err.attempts, error=err)
@@ -117,35 +149,45 @@ class OpenAICompatibleClient:
         *,
         tools: list[ToolSpec] | None = None,
         timeout: float | None = None,
+        budget: CallBudget | None = None,
     ) -> AsyncIterator[TextDelta | StreamRestart | StreamDone]:
         request = self._request(messages, tools)
         request["stream"] = True
         request["stream_options"] = {"include_usage": True}
-        budget = timeout or self.timeout_seconds
+        budget = (budget or self.budget).with_first_token(timeout)
         started = time.monotonic()
-        attempts = self.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + budget.total_seconds
+        attempt = 0
+        while True:
+            attempt += 1
             acc = _StreamAccumulator()
             opened = False
             emitted_text = False
             try:
-                loop = asyncio.get_running_loop()
-                deadline = loop.time() + budget
-                async with asyncio.timeout_at(deadline):
-                    chunks = await self._client.chat.completions.create(**request, timeout=budget)
+                first_token_at = min(loop.time() + budget.first_token_seconds, deadline)
+                try:
+                    async with asyncio.timeout_at(first_token_at):
+                        chunks = await self._sdk().chat.completions.create(**request, timeout=self._http_timeout(budget))
+                except TimeoutError:
+                    raise self._timeout_error(budget, first_token_at, deadline, first=True) from None
                 opened = True
                 try:
                     iterator = chunks.__aiter__()
+                    wait_until = first_token_at
                     while True:
                         # The deadline is only armed while *we* await the network. An
                         # asyncio.timeout spanning the yield below would fire inside the
                         # consumer's code instead (as a bare CancelledError).
                         try:
-                            async with asyncio.timeout_at(deadline):
+                            async with asyncio.timeout_at(wait_until):
                                 chunk = await anext(iterator)
                         except StopAsyncIteration:
                             break
+                        except TimeoutError:
+                            raise self._timeout_error(budget, wait_until, deadline, first=acc.chunks == 0) from None
                         text = acc.add(chunk)
+                        wait_until = min(loop.time() + budget.idle_seconds, deadline)
                         if text:
                             emitted_text = True
                             yield TextDelta(text=text)
@@ -153,14 +195,15 @@ class OpenAICompatibleClient:
                     await chunks.close()
                 completion = acc.finish(self.model, attempt, time.monotonic() - started)
             except Exception as exc:
-                err = self._map_error(exc, budget, mid_stream=opened)
+                err = self._map_error(exc, budget.first_token_seconds, mid_stream=opened)
                 err.attempts = attempt
-                if not err.retryable or attempt == attempts:
+                delay = budget.next_delay(attempt, err)
+                if not budget.should_retry(err, failed_attempt=attempt, delay=delay, remaining=deadline - loop.time()):
                     self._log("stream", started, attempt, error=err)
                     _raise(err, exc)
                 if emitted_text:
                     yield StreamRestart(attempt=attempt + 1, reason=err.user_message)
-                await self._sleep(self._backoff(attempt - 1, err))
+                await self._sleep(delay)
                 continue
             self._log("stream", started, attempt, usage=completion.usage)
             yield StreamDone(completion=completion)
@@ -168,23 +211,47 @@ class OpenAICompatibleClient:
 
     # ------------------------------------------------------------------ internals
 
-    async def _complete_with_retries(
-        self, request: dict[str, Any], timeout: float | None, started: float
-    ) -> Completion:
-        budget = timeout or self.timeout_seconds
-        attempts = self.max_retries + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                async with asyncio.timeout(budget):
-                    response = await self._client.chat.completions.create(**request, timeout=budget)
-                return _to_completion(response, attempt, time.monotonic() - started)
-            except Exception as exc:
-                err = self._map_error(exc, budget)
-                err.attempts = attempt
-                if not err.retryable or attempt == attempts:
-                    _raise(err, exc)
-                await self._sleep(self._backoff(attempt - 1, err))
-        raise AssertionError("unreachable")
+    def _new_sdk_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            base_url=self._base_url,
+            # Local servers (Ollama, llama.cpp) ignore the key but the SDK insists on one.
+            api_key=self._api_key or "not-needed",
+            max_retries=0,
+            timeout=self._http_timeout(self.budget),
+        )
+
+    def _sdk(self) -> openai.AsyncOpenAI:
+        loop = asyncio.get_running_loop()
+        client = self._sdk_clients.get(loop)
+        if client is None:
+            client = self._sdk_clients[loop] = self._new_sdk_client()
+        return client
+
+    @staticmethod
+    def _http_timeout(budget: CallBudget) -> httpx.Timeout:
+        # Our own asyncio deadlines (first token, idle, total) decide; httpx only bounds the
+        # TCP connect, and its read limit is kept out of their way.
+        return httpx.Timeout(budget.total_seconds + 5, connect=min(budget.connect_seconds, budget.first_token_seconds))
+
+    @staticmethod
+    def _timeout_error(budget: CallBudget, fired_at: float, deadline: float, *, first: bool) -> LLMError:
+        if fired_at >= deadline and not (first and budget.total_seconds <= budget.first_token_seconds):
+            return total_timeout_error(budget)
+        return first_token_timeout_error(budget.first_token_seconds) if first else idle_timeout_error(budget.idle_seconds)
+
+    async def _complete_with_retries(self, request: dict[str, Any], budget: CallBudget, started: float) -> Completion:
+        async def attempt() -> Completion:
+            response = await self._sdk().chat.completions.create(**request, timeout=self._http_timeout(budget))
+            return _to_completion(response, 1, 0.0)
+
+        attempts = 0
+
+        def count(number: int, seconds: float, outcome: str) -> None:
+            nonlocal attempts
+            attempts = number
+
+        completion = await call_with_retries(attempt, budget=budget, map_error=self._map_error, on_attempt=count, sleep=self._sleep)
+        return completion.model_copy(update={"attempts": attempts, "seconds": round(time.monotonic() - started, 3)})
 
     def _request(self, messages: list[ChatMessage], tools: list[ToolSpec] | None) -> dict[str, Any]:
         request: dict[str, Any] = {"model": self.model, "messages": [_message_param(m) for m in messages]}
@@ -198,18 +265,12 @@ class OpenAICompatibleClient:
             ]
         return request
 
-    def _backoff(self, failed_attempt_index: int, err: LLMError) -> float:
-        if err.retry_after is not None:
-            return min(self.backoff_max, max(0.0, err.retry_after))
-        # Full jitter: spreads retries of many concurrent chats over the window.
-        return random.uniform(0, min(self.backoff_max, self.backoff_base * 2**failed_attempt_index))
-
-    def _map_error(self, exc: BaseException, budget: float, *, mid_stream: bool = False) -> LLMError:
+    def _map_error(self, exc: BaseException, timeout: float, *, mid_stream: bool = False) -> LLMError:
         if isinstance(exc, LLMError):
             return exc
         # APITimeoutError subclasses APIConnectionError, so it must be checked first.
         if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
-            return LLMError("timeout", f"The model did not answer within {budget:g} s.")
+            return first_token_timeout_error(timeout)
         if isinstance(exc, openai.APIConnectionError):
             if mid_stream:
                 return LLMError("stream_interrupted", "The connection to the model dropped while it was answering.")
@@ -239,9 +300,7 @@ class OpenAICompatibleClient:
         if status >= 500:
             return LLMError("server", f"The model endpoint failed ({status}).", status=status)
         if status in (401, 403):
-            return LLMError(
-                "auth", f"The model endpoint refused Clarion's credentials ({status}): {detail}.", status=status
-            )
+            return LLMError("auth", f"The model endpoint refused Clarion's credentials ({status}): {detail}.", status=status)
         if status == 408:
             return LLMError("timeout", f"The model endpoint timed out ({status}).", status=status)
         return LLMError("bad_request", f"The model endpoint rejected the request ({status}): {detail}.", status=status)
@@ -329,10 +388,7 @@ class _StreamAccumulator:
         # or by the usage chunk, which include_usage servers send after it.
         if self.finish_reason is None and self.usage is None:
             raise LLMError("stream_interrupted", "The connection to the model dropped while it was answering.")
-        calls = [
-            ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"])
-            for i, c in sorted(self.calls.items())
-        ]
+        calls = [ToolCall(id=c["id"] or f"call_{i}", name=c["name"], arguments=c["arguments"]) for i, c in sorted(self.calls.items())]
         if any(not c.name for c in calls):
             raise LLMError("invalid_response", _UNREADABLE)
         return Completion(
@@ -412,8 +468,7 @@ def _message_param(message: ChatMessage) -> dict[str, Any]:
     param: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.role == "assistant" and message.tool_calls:
         param["tool_calls"] = [
-            {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": tc.arguments}}
-            for tc in message.tool_calls
+            {"id": tc.id, "type": "function", "function": {"name": tc.name, "arguments": tc.arguments}} for tc in message.tool_calls
         ]
     elif param["content"] is None:
         param["content"] = ""

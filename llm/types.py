@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, AsyncIterator, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, AsyncIterator, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from llm.budget import CallBudget
 
 
 class ToolCall(BaseModel):
@@ -72,6 +75,9 @@ T = TypeVar("T", bound=BaseModel)
 
 @runtime_checkable
 class LLMClient(Protocol):
+    """`timeout` overrides the first-token (non-streamed: whole-answer) limit of the client's
+    default budget; `budget` replaces that budget for one call (see llm.budget.CallBudget)."""
+
     name: str  # human label for the UI
     is_offline: bool
 
@@ -81,6 +87,7 @@ class LLMClient(Protocol):
         *,
         tools: list[ToolSpec] | None = None,
         timeout: float | None = None,
+        budget: CallBudget | None = None,
     ) -> Completion: ...
 
     def stream(
@@ -89,6 +96,7 @@ class LLMClient(Protocol):
         *,
         tools: list[ToolSpec] | None = None,
         timeout: float | None = None,
+        budget: CallBudget | None = None,
     ) -> AsyncIterator[TextDelta | StreamRestart | StreamDone]: ...
 
     async def structured(
@@ -97,4 +105,5 @@ class LLMClient(Protocol):
         *,
         schema: type[T],
         timeout: float | None = None,
+        budget: CallBudget | None = None,
     ) -> T: ...

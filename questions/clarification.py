@@ -1,9 +1,10 @@
-"""Clarification (seed 002): before acting on a request, analyse how ambiguous it is; below the
+"""Clarification: before acting on a request, analyse how ambiguous it is; below the
 threshold, ask instead of guessing. Answers enhance the request through each option's `maps_to`.
 
 With a model the analysis is a structured output; offline, YAML templates under
 questions/templates/ match known ambiguous requests ("clean up my tasks").
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,7 +16,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, Field
 
-from llm import ChatMessage, LLMClient, LLMError
+from llm import CallBudget, ChatMessage, LLMClient, LLMError, auxiliary_budget
 
 log = logging.getLogger("clarion.questions")
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -38,7 +39,7 @@ class ClarificationQuestion(BaseModel):
     header: str = Field("", max_length=40)
     question: str = Field(min_length=1, max_length=500)
     options: list[ClarificationOption] = Field(min_length=2, max_length=6)
-    allow_freeform: bool = False
+    allow_freeform: bool = True  # a person may always say it in their own words
     multi_select: bool = False
 
 
@@ -67,14 +68,34 @@ Workspace: {context}
 Request: {request}"""
 
 
-async def analyze(*, client: LLMClient, request: str, context: str, projects: list[str], threshold: float) -> AmbiguityAnalysis:
-    """Never raises: when the analysis fails, the request is treated as clear (never block a turn)."""
+async def analyze(
+    *,
+    client: LLMClient,
+    request: str,
+    context: str,
+    projects: list[str],
+    threshold: float,
+    budget: CallBudget | None = None,
+    prompt_template: str = "",
+) -> AmbiguityAnalysis:
+    """Never raises: when the analysis fails, the request is treated as clear (never block a turn).
+
+    The call has the short auxiliary budget (`llm.auxiliary_budget()`, LLM_AUX_TIMEOUT_SECONDS)
+    unless `budget` says otherwise: a hung model costs the turn seconds, not the main call's budget.
+    `prompt_template` is the admin's edited prompt (AIConfig.clarification_prompt); empty: the built-in one.
+    """
     if not client.is_offline:
-        prompt = ANALYSIS_PROMPT.format(threshold=threshold, context=context[-3000:], request=request)
+        template = prompt_template.strip() or ANALYSIS_PROMPT
+        prompt = template.format(threshold=threshold, context=context[-3000:], request=request)
         try:
-            return await client.structured([ChatMessage(role="user", content=prompt)], schema=AmbiguityAnalysis)
+            return await client.structured(
+                [ChatMessage(role="user", content=prompt)], schema=AmbiguityAnalysis, budget=budget or auxiliary_budget()
+            )
         except LLMError as exc:
-            log.warning("clarification analysis failed (%s); treating the request as clear", exc.kind)
+            log.warning(
+                "clarification analysis failed (%s after %d attempt(s)); no clarification, treating the request as clear",
+                exc.kind, exc.attempts, extra={"aux_call": "clarification", "outcome": exc.kind, "attempts": exc.attempts},
+            )  # fmt: skip
             return AmbiguityAnalysis.clear(request)
     return analyze_with_templates(request, projects=projects)
 
@@ -101,7 +122,9 @@ def _from_template(template: dict, projects: list[str]) -> AmbiguityAnalysis:
         for i, option in enumerate(options):
             option["key"] = "abcdef"[i]
         if len(options) >= 2:
-            questions.append(ClarificationQuestion(**{k: v for k, v in spec.items() if k != "options_from_projects"} | {"options": options[:6]}))
+            questions.append(
+                ClarificationQuestion(**{k: v for k, v in spec.items() if k != "options_from_projects"} | {"options": options[:6]})
+            )
     return AmbiguityAnalysis(**template["analysis"], questions=questions)
 
 
@@ -110,7 +133,7 @@ def needs_clarification(analysis: AmbiguityAnalysis, *, threshold: float) -> boo
 
 
 def enhance(request: str, picks: list[tuple[str, bool]]) -> str:
-    """The request, made precise by what the answers map to (seed 002's QueryEnhancer).
+    """The request, made precise by what the answers map to (the query enhancer step).
 
     `picks` are (maps_to, replaces_request): a complete request replaces the vague one,
     qualifiers ("in Atlas") are appended in question order.

@@ -1,5 +1,6 @@
-"""The question detector (seed 001): when a plain reply ends by asking the person something, the
+"""The question detector: when a plain reply ends by asking the person something, the
 question becomes a card with options and a complexity (which sets its timeout)."""
+
 from __future__ import annotations
 
 import logging
@@ -8,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from llm import ChatMessage, LLMClient, LLMError
+from llm import CallBudget, ChatMessage, LLMClient, LLMError, auxiliary_budget
 from questions.text import last_sentence
 
 log = logging.getLogger("clarion.questions")
@@ -37,23 +38,36 @@ Reply:
 _YES_NO = re.compile(r"^(should|shall|do|does|did|would|will|can|could|is|are|want|may)\b", re.IGNORECASE)
 _LAST_OR = re.compile(r"^(?P<head>.+?)(?:,\s*|\s+)or\s+(?P<last>[^,]+)$", re.IGNORECASE)
 # The words that introduce the list in "Do you want it in A, B or C?", "Use A or B?", "…: A, B or C?"
-_LEAD_IN = re.compile(r"^.*\b(?:in|into|under|on|as|with|from|to|for|use|about|prefer|between|choose|pick|want|like|either|be)\s+|^.*:\s*", re.IGNORECASE)
+_LEAD_IN = re.compile(
+    r"^.*\b(?:in|into|under|on|as|with|from|to|for|use|about|prefer|between|choose|pick|want|like|either|be)\s+|^.*:\s*", re.IGNORECASE
+)
 
 
 def asks_something(reply: str) -> bool:
     return last_sentence(reply).endswith("?")
 
 
-async def detect(*, client: LLMClient, reply: str) -> list[DetectedQuestion]:
-    """Questions the reply ends with; [] when it asks nothing. Never raises."""
+async def detect(*, client: LLMClient, reply: str, budget: CallBudget | None = None) -> list[DetectedQuestion]:
+    """Questions the reply ends with; [] when it asks nothing. Never raises.
+
+    The model call has the short auxiliary budget (`llm.auxiliary_budget()`) unless `budget` says
+    otherwise; when it fails the offline rules decide.
+    """
     if not asks_something(reply):
         return []
     if not client.is_offline:
         try:
-            detection = await client.structured([ChatMessage(role="user", content=DETECT_PROMPT.format(reply=reply[-3000:]))], schema=Detection)
+            detection = await client.structured(
+                [ChatMessage(role="user", content=DETECT_PROMPT.format(reply=reply[-3000:]))],
+                schema=Detection,
+                budget=budget or auxiliary_budget(),
+            )
             return detection.questions
         except LLMError as exc:
-            log.warning("detector fell back to offline rules: %s", exc.kind)
+            log.warning(
+                "detector fell back to offline rules: %s after %d attempt(s)", exc.kind, exc.attempts,
+                extra={"aux_call": "detector", "outcome": exc.kind, "attempts": exc.attempts},
+            )  # fmt: skip
     found = offline_detect(reply)
     return [found] if found else []
 

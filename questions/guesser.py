@@ -1,8 +1,9 @@
-"""The answer guesser (seed 001): ranks a question's options with a confidence and a one-line
+"""The answer guesser: ranks a question's options with a confidence and a one-line
 reason, from the conversation and the workspace. Its top option becomes the timeout default.
 
 Runs beside the card, not before it: the person sees the question at once and the hints swap in.
 """
+
 from __future__ import annotations
 
 import logging
@@ -10,7 +11,7 @@ import math
 
 from pydantic import BaseModel, Field
 
-from llm import ChatMessage, LLMClient, LLMError
+from llm import CallBudget, ChatMessage, LLMClient, LLMError, auxiliary_budget
 from questions.text import words
 
 log = logging.getLogger("clarion.questions")
@@ -38,19 +39,29 @@ Options:
 {options}"""
 
 
-async def rank_options(*, client: LLMClient, question: str, options: list[dict], context: str) -> list[dict]:
+async def rank_options(
+    *, client: LLMClient, question: str, options: list[dict], context: str, budget: CallBudget | None = None
+) -> list[dict]:
     """[{"index", "confidence", "reasoning"}] best first. Never raises: falls back to the offline
-    ranking when the model can't answer."""
+    ranking when the model can't answer within its short auxiliary budget (`llm.auxiliary_budget()`
+    unless `budget` says otherwise)."""
     if not client.is_offline:
-        listing = "\n".join(f"{i}. {o['label']}" + (f" — {o['description']}" if o.get("description") else "") for i, o in enumerate(options))
+        listing = "\n".join(
+            f"{i}. {o['label']}" + (f" — {o['description']}" if o.get("description") else "") for i, o in enumerate(options)
+        )
         prompt = GUESS_PROMPT.format(context=context[-4000:], question=question, options=listing)
         try:
-            result = await client.structured([ChatMessage(role="user", content=prompt)], schema=GuessResult)
+            result = await client.structured(
+                [ChatMessage(role="user", content=prompt)], schema=GuessResult, budget=budget or auxiliary_budget()
+            )
             ranking = [g.model_dump() for g in result.ranking if g.index < len(options)]
             if ranking:
                 return _normalized(ranking)
         except LLMError as exc:
-            log.warning("guesser fell back to offline ranking: %s", exc.kind)
+            log.warning(
+                "guesser fell back to offline ranking: %s after %d attempt(s)", exc.kind, exc.attempts,
+                extra={"aux_call": "guesser", "outcome": exc.kind, "attempts": exc.attempts},
+            )  # fmt: skip
     return offline_rank(question=question, options=options, context=context)
 
 
@@ -62,7 +73,9 @@ def offline_rank(*, question: str, options: list[dict], context: str) -> list[di
         shared = sorted(words(f"{option['label']} {option.get('description', '')}") & context_words)
         # A slight preference for earlier options: askers tend to list the likely one first.
         score = len(shared) * 1.5 - i * 0.1
-        reason = f"Matches “{', '.join(shared[:3])}” in the conversation or workspace." if shared else "No strong signal; ranked by position."
+        reason = (
+            f"Matches “{', '.join(shared[:3])}” in the conversation or workspace." if shared else "No strong signal; ranked by position."
+        )
         scored.append({"index": i, "score": score, "reasoning": reason})
     total = sum(math.exp(s["score"]) for s in scored)
     ranking = [{"index": s["index"], "confidence": math.exp(s["score"]) / total, "reasoning": s["reasoning"]} for s in scored]

@@ -1,4 +1,5 @@
 """Prometheus metrics of questions (DESIGN §8), in the default registry that /metrics exposes."""
+
 from __future__ import annotations
 
 from prometheus_client import Counter, Histogram

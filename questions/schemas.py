@@ -1,8 +1,9 @@
-"""Validation at the edges of the questions feature (seed 000's rules), as pydantic models.
+"""Validation at the edges of the questions feature (length, count and range rules), as pydantic models.
 
 The model's `ask_user` arguments and a person's answer are both checked here; a violation is a
 message a model can correct or a person can act on.
 """
+
 from __future__ import annotations
 
 from typing import Annotated

@@ -6,8 +6,28 @@ Status = PendingQuestion.Status
 
 
 def question_for_user(*, user, question_id) -> PendingQuestion:
-    """The user's question, or PendingQuestion.DoesNotExist (also for another user's id)."""
-    return PendingQuestion.objects.select_related("group").get(pk=question_id, user=user)
+    """The user's question; QuestionNotFound (a 404) also for another user's id."""
+    from questions.services import QuestionNotFound
+
+    question = PendingQuestion.objects.select_related("group").filter(pk=question_id, user=user).first()
+    if question is None:
+        raise QuestionNotFound()
+    return question
+
+
+def group_by_id(*, group_id) -> QuestionGroup:
+    """A group by id, for code acting on the group's own behalf (timers, the guesser); raises
+    QuestionGroup.DoesNotExist."""
+    return QuestionGroup.objects.get(pk=group_id)
+
+
+def pending_deadline(*, question_id):
+    """The deadline of a question still pending, or None (resolved, gone, or no clock)."""
+    return PendingQuestion.objects.filter(pk=question_id, status=Status.PENDING).values_list("deadline", flat=True).first()
+
+
+def is_pending(*, question_id) -> bool:
+    return PendingQuestion.objects.filter(pk=question_id, status=Status.PENDING).exists()
 
 
 def open_group(*, conversation_id) -> QuestionGroup | None:
@@ -28,7 +48,7 @@ def groups_for_conversation(*, conversation_id) -> list[QuestionGroup]:
 
 
 def clarification_rounds(*, conversation_id, since_message_id: int) -> int:
-    """Clarification rounds asked for one request (seed 002 allows at most two)."""
+    """Clarification rounds asked for one request (at most two are allowed)."""
     return QuestionGroup.objects.filter(
         conversation_id=conversation_id, kind=QuestionGroup.Kind.CLARIFY, payload__request_message_id=since_message_id
     ).count()
@@ -60,8 +80,7 @@ def answers_for_model(group: QuestionGroup) -> dict:
 
 
 def display_order(question: PendingQuestion) -> list[int]:
-    """Option indexes in the order the card shows them: most likely first once guesses exist."""
-    indexes = list(range(len(question.options)))
-    if any(o.get("confidence") is not None for o in question.options):
-        indexes.sort(key=lambda i: -(question.options[i].get("confidence") or 0))
-    return indexes
+    """Option indexes in the order the card shows them: as asked. Guesses add a confidence and
+    mark the default but never reorder, so the key on an option (a, b, c… = 1, 2, 3…) is the
+    same in the box, on the keyboard and in the shorthand, and does not move under a finger."""
+    return list(range(len(question.options)))

@@ -5,6 +5,7 @@ are serialized across processes; a question's own resolution is a conditional UP
 `status='pending'`, so a second resolver (double click, second tab, deadline) loses cleanly and
 gets the resolved question back. Exactly one resolver completes the group.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -14,6 +15,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from project.errors import Conflict, NotFound, Rejected
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput, QuestionSpec
 
@@ -25,31 +27,34 @@ class AskRejected(ValueError):
     """The model may not ask right now; the text tells it why (it arrives as a tool error)."""
 
 
-class AnswerRejected(ValueError):
+class AnswerRejected(Rejected):
     """An answer that does not fit its question; nothing was written. The text is for the person."""
 
 
-class AlreadyResolved(Exception):
-    """Someone (or the deadline) resolved this question first."""
+class QuestionNotFound(NotFound):
+    """No such question or group — or another user's, which looks the same."""
+
+    def __init__(self, message: str = "That question was not found."):
+        super().__init__(message)
+
+
+class AlreadyResolved(Conflict):
+    """Someone (or the deadline) resolved this question first. Entry points show its receipt."""
 
     def __init__(self, question: PendingQuestion):
-        super().__init__(f"Question {question.pk} is already {question.status}.")
+        super().__init__("That question was already answered.")
         self.question = question
 
 
 @dataclass(frozen=True)
 class QuestionTimeouts:
-    """Seconds before a default is applied. Seed 001's complexity ladder for clarifications,
-    seed 000's five minutes for plain asks and confirmations."""
+    """Seconds before a default is applied. The complexity ladder (low/medium/high) for clarifications,
+    five minutes for plain asks and confirmations."""
 
     low: float = 8
     medium: float = 15
     high: float = 25
     ask: float = 300
-
-    @classmethod
-    def from_settings(cls) -> "QuestionTimeouts":
-        return cls(**settings.QUESTION_TIMEOUTS)
 
     def for_question(self, *, kind: str, complexity: str, requested: float | None) -> float:
         if requested is not None:
@@ -67,8 +72,6 @@ class Resolution:
     completed_group: bool = False
     next_question: PendingQuestion | None = None
     changed: list[PendingQuestion] = field(default_factory=list)
-    # Set by the caller that records the group's outcome: a message written on the person's behalf.
-    derived_message: object | None = None
 
 
 # --- asking ----------------------------------------------------------------------------------
@@ -93,7 +96,7 @@ def ask(
 ) -> QuestionGroup:
     """Create a group of questions; the first one becomes current and its deadline starts."""
     now = now or timezone.now()
-    timeouts = timeouts or QuestionTimeouts.from_settings()
+    timeouts = timeouts or QuestionTimeouts()  # the turn passes the admin's values (AIConfig)
     _check_limits(user=user, conversation_id=conversation_id, new=len(specs), now=now)
     group = QuestionGroup.objects.create(
         conversation_id=conversation_id, user=user, kind=kind, tool_call_id=tool_call_id, tool_name=tool_name, payload=payload or {}
@@ -151,10 +154,10 @@ def _check_limits(*, user, conversation_id, new: int, now: dt.datetime) -> None:
 
 
 def answer(*, user, question_id, answer: AnswerInput, via: str) -> Resolution:
-    """Resolve a question with a person's answer. Raises PendingQuestion.DoesNotExist for
-    another user's question, AnswerRejected for an answer that doesn't fit, AlreadyResolved."""
+    """Resolve a question with a person's answer. Raises QuestionNotFound (also for another
+    user's question), AnswerRejected for an answer that doesn't fit, AlreadyResolved."""
     with transaction.atomic():
-        question = PendingQuestion.objects.get(pk=question_id, user=user)
+        question = _own_question(user=user, question_id=question_id)
         group = QuestionGroup.objects.select_for_update().get(pk=question.group_id)
         question.refresh_from_db()
         if not question.is_pending:
@@ -284,8 +287,15 @@ def resume(*, user, question_id) -> PendingQuestion:
     return question
 
 
+def _own_question(*, user, question_id) -> PendingQuestion:
+    question = PendingQuestion.objects.filter(pk=question_id, user=user).first()
+    if question is None:
+        raise QuestionNotFound()
+    return question
+
+
 def _locked_pending(*, user, question_id) -> PendingQuestion:
-    question = PendingQuestion.objects.get(pk=question_id, user=user)
+    question = _own_question(user=user, question_id=question_id)
     QuestionGroup.objects.select_for_update().get(pk=question.group_id)
     question.refresh_from_db()
     if not question.is_pending:
@@ -296,10 +306,16 @@ def _locked_pending(*, user, question_id) -> PendingQuestion:
 # --- skipping and guesses --------------------------------------------------------------------
 
 
-def skip_group(*, user, group_id) -> Resolution:
-    """`s`/`skip`: every unanswered question of the group is cancelled."""
+def skip_group(*, user, group_id, set_aside: bool = False) -> Resolution:
+    """`s`/`skip`: every unanswered question of the group is cancelled. `set_aside`: the person
+    sent a new request instead, and the card's receipt says so."""
     with transaction.atomic():
-        group = QuestionGroup.objects.select_for_update().get(pk=group_id, user=user)
+        group = QuestionGroup.objects.select_for_update().filter(pk=group_id, user=user).first()
+        if group is None:
+            raise QuestionNotFound()
+        if set_aside and group.completed_at is None:
+            group.payload = {**group.payload, "set_aside": True}
+            group.save(update_fields=["payload"])
         pending = list(group.questions.filter(status=Status.PENDING).order_by("position"))
         if not pending:
             raise AlreadyResolved(group.questions.order_by("-position").first())
@@ -312,9 +328,16 @@ def skip_group(*, user, group_id) -> Resolution:
         return resolution
 
 
+def record_guesses(*, rankings: list[tuple[object, list[dict]]]) -> None:
+    """Several questions' rankings at once (one thread hop for a whole group)."""
+    for question_id, ranking in rankings:
+        record_guess(question_id=question_id, ranking=ranking)
+
+
 @transaction.atomic
 def record_guess(*, question_id, ranking: list[dict]) -> PendingQuestion | None:
-    """Store the guesser's confidences; the top option becomes the timeout default.
+    """Store the guesser's confidences; the top option becomes the timeout default when the
+    guesser is confident enough (QUESTION_DEFAULT_MIN_CONFIDENCE).
     `ranking`: [{"index", "confidence" (0..1), "reasoning"}]. No-op once resolved."""
     question = PendingQuestion.objects.filter(pk=question_id).first()
     if question is None:
@@ -330,8 +353,11 @@ def record_guess(*, question_id, ranking: list[dict]) -> PendingQuestion | None:
             option["confidence"] = round(float(by_index[i]["confidence"]), 3)
             option["reasoning"] = str(by_index[i].get("reasoning", ""))[:200]
     ordered = sorted(by_index.values(), key=lambda r: -r["confidence"])
+    # A weak guess is shown as a hint but never applied as if it were the answer: below the
+    # threshold the question has no default, and running out of time chooses nothing.
     if ordered and not question.destructive:
-        question.default_indexes = [ordered[0]["index"]]
+        sure = float(ordered[0]["confidence"]) >= settings.QUESTION_DEFAULT_MIN_CONFIDENCE
+        question.default_indexes = [ordered[0]["index"]] if sure else []
     question.guessed_at = timezone.now()
     question.save(update_fields=["options", "default_indexes", "guessed_at"])
     return question

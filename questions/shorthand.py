@@ -1,8 +1,15 @@
-"""Seed 002's answer shorthand typed in the chat box: `1a 2b`, `1a, 2b`, `a b`, `2ac`, `s`/`skip`.
+"""Text typed in the chat box while a question card waits: is it an answer, and which?
 
-Numbers are the questions' positions as shown ("2 of 3"); bare letters answer the unanswered
-questions in order. Several letters after a number pick several options (multi-select only).
+The answer shorthand: `1a 2b`, `1a, 2b`, `a b`, `2ac`, `s`/`skip`. Numbers are the questions'
+positions as shown ("2 of 3"); bare letters answer the unanswered questions in order. Several
+letters after a number pick several options (multi-select only). A letter is the key printed on
+the option: the first option shown is `a` (and `1`). Cards show options as asked, so guesses never
+move a key.
+
+`answers_the_card` is the rule that keeps a pending card from swallowing the chat (see its
+docstring); everything else typed goes through as a new message and the card is cancelled.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,6 +32,8 @@ class Slot:
     option_count: int
     multi_select: bool
     pending: bool
+    # Option indexes in the order the card shows them; the n-th letter picks order[n].
+    order: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,4 +95,60 @@ def _indexes(slot: Slot, letters: str) -> tuple[int, ...]:
         raise ShorthandError(f"Question {slot.position} takes one option; pick one of {keys[0]}–{keys[-1]}.")
     if len(set(letters)) != len(letters):
         raise ShorthandError(f"An option was given twice for question {slot.position}.")
-    return tuple(KEYS.index(letter) for letter in letters)
+    order = slot.order or tuple(range(slot.option_count))
+    return tuple(order[KEYS.index(letter)] for letter in letters)
+
+
+# --- new request or answer? ---------------------------------------------------------------------
+
+SHORT_REPLY_WORDS = 6
+SHORT_REPLY_CHARS = 80
+# First words that make a message a request of its own rather than an answer.
+REQUEST_WORDS = frozenset(
+    """add archive can cancel change clean complete could create delete did do does find give help how
+    is list make mark move new open please plan remove rename search set show start summarise summarize
+    tell tidy update what whats what's when where which who why will write""".split()
+)
+
+
+def answers_the_card(text: str, *, option_labels: list[str], allow_custom: bool) -> bool:
+    """Does text typed in the chat box answer the pending card, or is it a new message?
+
+    It answers the card when it is
+      1. a key or the shorthand: `b`, `1a 2b`, `2ac`, `skip`/`s`;
+      2. a number alone (`2`: the second option shown);
+      3. an option's label, as written on the card (case and trailing punctuation aside);
+      4. or — only where the card takes a typed answer — a short reply: one line, at most six
+         words and 80 characters, not a question ("…?") and not starting like a request
+         ("delete …", "show …", "what …", "clean …").
+    Anything else ("clean up my tasks", "what's due this week?", a long paragraph) is a new
+    request: it is sent as a message, and the waiting card is cancelled with a receipt saying so.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return False
+    if looks_like_shorthand(stripped) or re.fullmatch(r"\d{1,2}", stripped):
+        return True
+    if label_index(stripped, option_labels) is not None:
+        return True
+    if not allow_custom:
+        return False
+    words = stripped.split()
+    first = words[0].casefold().strip(".,!:;\"'“”")
+    return (
+        "\n" not in stripped
+        and len(words) <= SHORT_REPLY_WORDS
+        and len(stripped) <= SHORT_REPLY_CHARS
+        and not stripped.endswith("?")
+        and first not in REQUEST_WORDS
+    )
+
+
+def label_index(text: str, option_labels: list[str]) -> int | None:
+    """The option whose label the text repeats, if any."""
+    wanted = _plain(text)
+    return next((i for i, label in enumerate(option_labels) if _plain(label) == wanted), None)
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".!")

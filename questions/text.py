@@ -1,4 +1,5 @@
 """Small text helpers shared by the offline guesser, detector and clarification."""
+
 from __future__ import annotations
 
 import re

@@ -4,12 +4,11 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from tests.fake_openai import fake_openai  # noqa: F401  (fixture)
-
 from workspace import services as workspace_services
 
 
 @pytest.fixture
-def model_endpoint(settings, fake_openai):  # noqa: F811
+def model_endpoint(settings, fake_openai):
     """Clarion pointed at the fake OpenAI-compatible server, through the real SDK.
 
     Only chat calls are expected: the question features' extra structured calls (clarification,
@@ -67,7 +66,9 @@ def build_workspace(user, *, tag: str) -> dict:
         workspace_services.create_task(user=user, title=f"buy milk {tag}", status="todo"),
     ]
     notes = [
-        workspace_services.create_note(user=user, title=f"Launch plan {tag}", content="The launch is planned for March.", project_id=atlas.pk),
+        workspace_services.create_note(
+            user=user, title=f"Launch plan {tag}", content="The launch is planned for March.", project_id=atlas.pk
+        ),
         workspace_services.create_note(user=user, title=f"Groceries {tag}", content="Milk, eggs and bread."),
     ]
     return {"projects": [atlas, harbor], "tasks": tasks, "notes": notes}

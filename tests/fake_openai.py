@@ -28,7 +28,6 @@ from typing import Any, Callable, Iterator
 import pytest
 
 
-
 @dataclass(frozen=True)
 class FakeToolCall:
     name: str
@@ -50,6 +49,8 @@ class Reply:
     delay: float = 0.0  # seconds before the status line is sent
     chunk_delay: float = 0.0  # seconds between SSE events
     cut_after: int | None = None  # streaming: send n SSE events then drop the connection (no [DONE])
+    stall_after: int | None = None  # streaming: send n SSE events (0 = headers only), then go silent ...
+    stall_seconds: float = 0.0  # ... for this long (or until the server stops), then finish the stream
 
     # ---- builders
 
@@ -75,6 +76,11 @@ class Reply:
         return cls(kind="error", status=status, body=body, headers=headers or {}, **mods)
 
     @classmethod
+    def hang(cls, seconds: float = 3600.0) -> Reply:
+        """Accept the request and answer nothing (until `seconds` pass or the server stops)."""
+        return cls(kind="text", text="too late", delay=seconds)
+
+    @classmethod
     def garbage(cls, body: str = "<html><body>upstream hiccup {</body></html>", **mods: Any) -> Reply:
         return cls(kind="garbage", body=body, **mods)
 
@@ -95,7 +101,7 @@ class _State:
 
 
 class FakeOpenAI:
-    def __init__(self, *, default: Reply | None = Reply.text("ok")) -> None:
+    def __init__(self, *, default: Reply | None = Reply.text("ok")) -> None:  # noqa: B008  (a frozen Reply)
         self._state = _State(default=default)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -112,9 +118,7 @@ class FakeOpenAI:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         # A short poll interval keeps stop() (and so every fixture teardown) fast.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True
-        )
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, name="fake-openai", daemon=True)
         self._thread.start()
         return self
 
@@ -270,7 +274,9 @@ class _Handler(BaseHTTPRequestHandler):
                 events.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": frag}}]}))
         events.append(chunk({}, finish))
         if (body.get("stream_options") or {}).get("include_usage"):
-            events.append({"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model, "choices": [], "usage": usage})
+            events.append(
+                {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model, "choices": [], "usage": usage}
+            )
 
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -279,6 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in reply.headers.items():
             self.send_header(k, v)
         self.end_headers()
+        self.wfile.flush()  # headers now: a server that then stalls has still "answered"
         state = self.fake_state
         for n, event in enumerate(events):
             if reply.cut_after is not None and n >= reply.cut_after:
@@ -287,6 +294,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
+                return
+            if reply.stall_after is not None and n == reply.stall_after and state.stopping.wait(reply.stall_seconds):
                 return
             if reply.chunk_delay and n and state.stopping.wait(reply.chunk_delay):
                 return

@@ -1,4 +1,5 @@
 """Subprocesses the tests start (Daphne servers, a private redis-server)."""
+
 from __future__ import annotations
 
 import subprocess

@@ -41,13 +41,14 @@ def test_another_users_conversation_is_404(client, alices_conversation, bob):
     assert client.get(reverse("chat:conversation", args=[alices_conversation.pk])).status_code == 404
 
 
-def test_new_user_sees_welcome_then_a_conversation(client, alice):
+def test_new_user_lands_in_a_usable_conversation(client, alice):
     client.force_login(alice)
     home = client.get(reverse("chat:home"))
-    assert b"Start a conversation" in home.content
-    created = client.post(reverse("chat:new"))
-    page = client.get(created["Location"])
-    assert page.status_code == 200 and b"What shall we work on?" in page.content
+    assert home.status_code == 302
+    page = client.get(home["Location"])
+    assert page.status_code == 200 and b"What shall we work on?" in page.content and b'id="composer-input"' in page.content
+    # "New conversation" on an empty conversation reuses it rather than piling up empty entries.
+    assert client.post(reverse("chat:new"))["Location"] == home["Location"]
 
 
 def test_logout_is_post_only_and_ends_session(client, alice):

@@ -1,4 +1,5 @@
 """Open real websockets against Clarion's full ASGI stack (origin check, session auth, routing)."""
+
 from __future__ import annotations
 
 import json
@@ -30,18 +31,35 @@ def form_frame(**fields) -> str:
     return json.dumps({**fields, "HEADERS": {"HX-Request": "true", "HX-Trigger": "composer"}})
 
 
-async def receive_all(socket: WebsocketCommunicator, *, quiet_for: float = 0.3) -> str:
-    """Every frame that arrives until the socket has been quiet for `quiet_for` seconds, joined."""
-    frames = []
-    while not await socket.receive_nothing(timeout=quiet_for):
-        frames.append(await socket.receive_from())
+async def receive_all(
+    socket: WebsocketCommunicator, *, quiet_for: float = 0.3, first_within: float = 30.0, at_least_one: bool = True
+) -> str:
+    """Every frame the last thing a test did produces, joined: the first frame (waited for up to
+    `first_within` seconds: on a loaded machine the consumer may take a while), then every frame
+    until the socket has been quiet for `quiet_for` seconds *and* no background work (a turn, a
+    guess) is left running. A quiet spell alone is no proof on a busy CPU. `at_least_one=False`
+    collects what is left, if anything (after work that may already have been drained)."""
+    from chat import background
+
+    frames = [await socket.receive_from(timeout=first_within)] if at_least_one else []
+    while True:
+        if not await socket.receive_nothing(timeout=quiet_for):
+            frames.append(await socket.receive_from())
+            continue
+        if not background.running():
+            return "".join(frames)
+        await background.wait_for_all()
+
+
+async def receive_until(socket: WebsocketCommunicator, needle: str, *, timeout: float = 15.0) -> str:
+    """Frames until one contains `needle`: the server answers when it gets to it, which on a loaded
+    machine can be later than any quiet window."""
+    frames: list[str] = []
+    while not frames or needle not in frames[-1]:
+        frames.append(await socket.receive_from(timeout=timeout))
     return "".join(frames)
 
 
-async def frames_of_turn(socket: WebsocketCommunicator) -> str:
+async def frames_of_turn(socket: WebsocketCommunicator, *, at_least_one: bool = True) -> str:
     """Everything a tab receives while the turn(s) it set off run to the end."""
-    from chat.agent import wait_for_running_turns
-
-    frames = await receive_all(socket)
-    await wait_for_running_turns()
-    return frames + await receive_all(socket)
+    return await receive_all(socket, at_least_one=at_least_one)

@@ -1,18 +1,24 @@
 """Changes the agent may propose. Nothing here runs until the person confirms.
 
+Each operation is named after the `workspace.services` function that applies it, with that
+function's keyword arguments: one write path for every change to workspace rows.
+
 `check` runs when the model proposes (ids must be the user's, so the card never lists a
 stranger's task); `apply` runs on confirmation, re-checks ownership and applies everything in
 one transaction — all or nothing.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 from typing import Annotated, Literal, Union
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
-from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
+from project.errors import Rejected
+from workspace import services
 from workspace.models import Note, Project, Task
 
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
@@ -20,7 +26,7 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 MAX_OPERATIONS = 500
 
 
-class OperationRejected(ValueError):
+class OperationRejected(Rejected):
     """A proposal or an application that cannot go ahead; the text names what is wrong."""
 
 
@@ -208,34 +214,17 @@ def apply(*, user, operations: list[dict]) -> dict:
             list(model.objects.select_for_update().filter(pk__in=found.keys()))
     counts: dict[str, int] = {}
     for op in ops:
-        _apply_one(user, op, rows)
+        try:
+            _apply_one(user, op, rows)
+        except ObjectDoesNotExist:
+            # Gone since the check (deleted by an earlier operation of this batch, or elsewhere).
+            raise OperationRejected(f"{describe(op, rows)}: it no longer exists. Nothing was changed.") from None
         counts[op.op] = counts.get(op.op, 0) + 1
     return {"applied": len(ops), "by_operation": counts}
 
 
 def _apply_one(user, op, rows) -> None:
-    match op.op:
-        case "create_task":
-            Task.objects.create(owner=user, project=rows[Project].get(op.project_id), **op.model_dump(exclude={"op", "project_id"}))
-        case "update_task":
-            Task.objects.filter(pk=op.task_id, owner=user).update(**op.model_dump(exclude={"op", "task_id"}, exclude_none=True), updated_at=timezone.now())
-        case "complete_task":
-            Task.objects.filter(pk=op.task_id, owner=user).update(status=Task.Status.COMPLETED, updated_at=timezone.now())
-        case "move_task":
-            Task.objects.filter(pk=op.task_id, owner=user).update(project_id=op.project_id, updated_at=timezone.now())
-        case "delete_task":
-            Task.objects.filter(pk=op.task_id, owner=user).delete()
-        case "create_note":
-            Note.objects.create(owner=user, project=rows[Project].get(op.project_id), title=op.title, content=op.content)
-        case "update_note":
-            Note.objects.filter(pk=op.note_id, owner=user).update(**op.model_dump(exclude={"op", "note_id"}, exclude_none=True), updated_at=timezone.now())
-        case "move_note":
-            Note.objects.filter(pk=op.note_id, owner=user).update(project_id=op.project_id, updated_at=timezone.now())
-        case "delete_note":
-            Note.objects.filter(pk=op.note_id, owner=user).delete()
-        case "create_project":
-            Project.objects.create(owner=user, name=op.name, description=op.description)
-        case "update_project":
-            Project.objects.filter(pk=op.project_id, owner=user).update(**op.model_dump(exclude={"op", "project_id"}, exclude_none=True), updated_at=timezone.now())
-        case "delete_project":
-            Project.objects.filter(pk=op.project_id, owner=user).delete()
+    """One confirmed operation, through the same service a person's edit would use."""
+    fields = op.model_dump(exclude={"op"})
+    write = getattr(services, op.op)
+    write(user=user, **fields)

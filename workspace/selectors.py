@@ -1,4 +1,5 @@
 """Reads of a user's workspace. Every function takes the acting user and never sees another's rows."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -54,9 +55,7 @@ def project_for_user(*, user, project_id: int) -> Project:
     return Project.objects.get(owner=user, pk=project_id)
 
 
-def tasks_for_user(
-    *, user, status: str = "all", project_id: int | None = None, search: str | None = None, limit: int = 100
-) -> Page[Task]:
+def tasks_for_user(*, user, status: str = "all", project_id: int | None = None, search: str | None = None, limit: int = 100) -> Page[Task]:
     tasks = Task.objects.filter(owner=user).select_related("project")
     if status != "all":
         tasks = tasks.filter(status=status)
@@ -67,9 +66,7 @@ def tasks_for_user(
     return _page(tasks.order_by("-created_at", "-id"), limit=limit)
 
 
-def notes_for_user(
-    *, user, project_id: int | None = None, search_term: str | None = None, limit: int = 50
-) -> Page[Note]:
+def notes_for_user(*, user, project_id: int | None = None, search_term: str | None = None, limit: int = 50) -> Page[Note]:
     notes = Note.objects.filter(owner=user).select_related("project")
     if project_id is not None:
         notes = notes.filter(project_id=project_id)
@@ -123,7 +120,7 @@ def task_status_counts(*, user) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The small, always-included view of a workspace (seed 003's limits); tools give the rest."""
+    """The small, always-included view of a workspace (a few to-do and in-progress tasks, counts); tools give the rest."""
 
     todo: list[Task]
     in_progress: list[Task]

@@ -1,10 +1,16 @@
-"""Writes to a user's workspace. Every function takes the acting user; ids of other users' rows
-raise DoesNotExist exactly like missing ones."""
+"""Writes to a user's workspace — the only ones: the agent's confirmed operations
+(`workspace/operations.py`) apply through these functions too.
+
+Every function takes the acting user; ids of other users' rows raise DoesNotExist exactly like
+missing ones, and nothing is written.
+"""
+
 from __future__ import annotations
 
 import datetime as dt
 
 from django.db import transaction
+from django.utils import timezone
 
 from workspace.models import Note, Project, Task
 
@@ -13,8 +19,36 @@ def _owned_project(*, user, project_id: int | None) -> Project | None:
     return None if project_id is None else Project.objects.get(owner=user, pk=project_id)
 
 
+def _changed(model, *, user, pk: int, **fields) -> None:
+    """One UPDATE of the user's row; DoesNotExist when there is no such row of theirs."""
+    if not model.objects.filter(owner=user, pk=pk).update(**fields, updated_at=timezone.now()):
+        raise model.DoesNotExist(f"No {model.__name__.lower()} {pk}.")
+
+
+def _deleted(model, *, user, pk: int) -> None:
+    deleted, _ = model.objects.filter(owner=user, pk=pk).delete()
+    if not deleted:
+        raise model.DoesNotExist(f"No {model.__name__.lower()} {pk}.")
+
+
+# --- projects
+
+
 def create_project(*, user, name: str, description: str = "") -> Project:
     return Project.objects.create(owner=user, name=name, description=description)
+
+
+def update_project(*, user, project_id: int, name: str | None = None, description: str | None = None, archived: bool | None = None) -> None:
+    fields = {k: v for k, v in {"name": name, "description": description, "archived": archived}.items() if v is not None}
+    _changed(Project, user=user, pk=project_id, **fields)
+
+
+def delete_project(*, user, project_id: int) -> None:
+    """Its tasks and notes are kept, without a project."""
+    _deleted(Project, user=user, pk=project_id)
+
+
+# --- tasks
 
 
 def create_task(
@@ -33,22 +67,51 @@ def create_task(
     )
 
 
+def update_task(
+    *,
+    user,
+    task_id: int,
+    title: str | None = None,
+    description: str | None = None,
+    status: str | None = None,
+    priority: str | None = None,
+    due_date: dt.date | None = None,
+) -> None:
+    fields = {"title": title, "description": description, "status": status, "priority": priority, "due_date": due_date}
+    _changed(Task, user=user, pk=task_id, **{k: v for k, v in fields.items() if v is not None})
+
+
+def complete_task(*, user, task_id: int) -> None:
+    _changed(Task, user=user, pk=task_id, status=Task.Status.COMPLETED)
+
+
+@transaction.atomic
+def move_task(*, user, task_id: int, project_id: int | None) -> None:
+    project = _owned_project(user=user, project_id=project_id)
+    _changed(Task, user=user, pk=task_id, project=project)
+
+
+def delete_task(*, user, task_id: int) -> None:
+    _deleted(Task, user=user, pk=task_id)
+
+
+# --- notes
+
+
 def create_note(*, user, title: str, content: str = "", project_id: int | None = None) -> Note:
     project = _owned_project(user=user, project_id=project_id)
     return Note.objects.create(owner=user, project=project, title=title, content=content)
 
 
+def update_note(*, user, note_id: int, title: str | None = None, content: str | None = None) -> None:
+    _changed(Note, user=user, pk=note_id, **{k: v for k, v in {"title": title, "content": content}.items() if v is not None})
+
+
 @transaction.atomic
-def update_task(*, user, task_id: int, **changes) -> Task:
-    task = Task.objects.select_for_update().get(owner=user, pk=task_id)
-    if "project_id" in changes:
-        task.project = _owned_project(user=user, project_id=changes.pop("project_id"))
-    for field, value in changes.items():
-        setattr(task, field, value)
-    task.full_clean(exclude=["owner"])
-    task.save()
-    return task
+def move_note(*, user, note_id: int, project_id: int | None) -> None:
+    project = _owned_project(user=user, project_id=project_id)
+    _changed(Note, user=user, pk=note_id, project=project)
 
 
-def delete_task(*, user, task_id: int) -> None:
-    Task.objects.get(owner=user, pk=task_id).delete()
+def delete_note(*, user, note_id: int) -> None:
+    _deleted(Note, user=user, pk=note_id)

@@ -4,6 +4,7 @@ It reads the conversation the way a model would — the last user message and th
 that followed it — and answers with the same tool calls a model would make, then phrases the
 results. Stateless and deterministic: the same conversation always produces the same reply.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -12,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import AsyncIterator
 
+from llm.budget import CallBudget
 from llm.errors import LLMError
 from llm.offline import phrasing
 from llm.offline.intents import Intent, parse
@@ -36,7 +38,12 @@ class OfflineEngine:
         self.stream_delay = stream_delay
 
     async def complete(
-        self, messages: list[ChatMessage], *, tools: list[ToolSpec] | None = None, timeout: float | None = None
+        self,
+        messages: list[ChatMessage],
+        *,
+        tools: list[ToolSpec] | None = None,
+        timeout: float | None = None,
+        budget: CallBudget | None = None,
     ) -> Completion:
         started = time.perf_counter()
         content, tool_calls = self._respond(messages, available={t.name for t in tools or []})
@@ -50,7 +57,12 @@ class OfflineEngine:
         )
 
     async def stream(
-        self, messages: list[ChatMessage], *, tools: list[ToolSpec] | None = None, timeout: float | None = None
+        self,
+        messages: list[ChatMessage],
+        *,
+        tools: list[ToolSpec] | None = None,
+        timeout: float | None = None,
+        budget: CallBudget | None = None,
     ) -> AsyncIterator[TextDelta | StreamDone]:
         completion = await self.complete(messages, tools=tools, timeout=timeout)
         for chunk in _chunks(completion.content):
@@ -60,11 +72,9 @@ class OfflineEngine:
         yield StreamDone(completion=completion)
 
     async def structured(
-        self, messages: list[ChatMessage], *, schema: type[T], timeout: float | None = None
+        self, messages: list[ChatMessage], *, schema: type[T], timeout: float | None = None, budget: CallBudget | None = None
     ) -> T:
-        raise LLMError(
-            "bad_request", f"The offline engine cannot produce a {schema.__name__}.", retryable=False
-        )
+        raise LLMError("bad_request", f"The offline engine cannot produce a {schema.__name__}.", retryable=False)
 
     # --- the rules -------------------------------------------------------------------------
 
@@ -135,9 +145,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
             return "query_tasks", _without_none({"status": intent.status, "project_id": project_id, "limit": 1})
         return phrasing.count_answer(steps[-1].result, project_name=project_name)
     if not steps:
-        return "query_tasks", _without_none(
-            {"status": intent.status, "project_id": project_id, "search": intent.search, "limit": 50}
-        )
+        return "query_tasks", _without_none({"status": intent.status, "project_id": project_id, "search": intent.search, "limit": 50})
     return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
 
 

@@ -3,6 +3,7 @@
 Deterministic rules, no model: the point is that a fresh install with no key still does the
 useful read-side things, and says honestly what it cannot do.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,8 +43,12 @@ class Intent:
 
 
 _DELETE = re.compile(r"\b(delete|remove|erase|get rid of|clear out)\b", re.IGNORECASE)
-_COMPLETE = re.compile(r"^(?:please\s+)?(?:complete|finish|close)\b|\bmark\b.*\b(?:as\s+)?(?:done|complete|completed|finished)\b", re.IGNORECASE)
-_MOVE = re.compile(r"\bmove\b\s+(?P<what>.+?)\s+\bto\b\s+(?:the\s+)?(?:project\s+)?(?P<target>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)", re.IGNORECASE)
+_COMPLETE = re.compile(
+    r"^(?:please\s+)?(?:complete|finish|close)\b|\bmark\b.*\b(?:as\s+)?(?:done|complete|completed|finished)\b", re.IGNORECASE
+)
+_MOVE = re.compile(
+    r"\bmove\b\s+(?P<what>.+?)\s+\bto\b\s+(?:the\s+)?(?:project\s+)?(?P<target>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)", re.IGNORECASE
+)
 _CREATE = re.compile(
     r"^(?:please\s+)?(?:create|add|make|new)\s+(?:a\s+|an\s+)?(?:new\s+)?(?P<kind>task|note|to-?do)\b\s*(?:called|named|titled|:|-)?\s*(?P<title>.+?)"
     r"(?:\s+(?:in|to|for|under)\s+(?:the\s+)?(?:project\s+)?(?P<project>[A-Z][\w&.-]*)(?:\s+project)?)?[.!]?$",
@@ -52,8 +57,52 @@ _CREATE = re.compile(
 # "the design tasks", "my launch tasks": a word or two before "tasks" that is a search term.
 _ADJECTIVE_TERM = re.compile(r"\b(?:the|my|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^(how|what|why|where|when|which|who|can|could|does|do|is|are|should)\b", re.IGNORECASE)
-_NOT_TERMS = {"all", "my", "the", "completed", "complete", "done", "finished", "open", "to-do", "todo", "remaining", "pending",
-              "in-progress", "in progress", "progress", "current", "old", "other", "of my", "of the"}
+_NOT_TERMS = {
+    "all",
+    "my",
+    "the",
+    "completed",
+    "complete",
+    "done",
+    "finished",
+    "open",
+    "to-do",
+    "todo",
+    "remaining",
+    "pending",
+    "in-progress",
+    "in progress",
+    "progress",
+    "current",
+    "old",
+    "other",
+    "of my",
+    "of the",
+}
+
+
+# Questions about how something works or what something is belong to the knowledge base, even
+# when they name workspace things: "how do I export my tasks to CSV?" asks for instructions, not
+# for the task list. "How many ..." counts the workspace.
+_HOW_TO = re.compile(
+    r"^(?:(?:please|so|and|but|ok|okay),?\s+)?(?:how\s+(?!many\b|much\b)(?:do|does|did|can|could|should|would|will|is|are|to)\b"
+    r"|(?:is it possible|is there a way|what(?:'s| is) the (?:best )?way)\s+to\b|can i\b|where (?:do|can|should) i\b"
+    r"|explain\b|what(?:'s| is| are) the difference\b)",
+    re.IGNORECASE,
+)
+_CONCEPT = re.compile(
+    r"\bdifference between\b|^(?:why\b|what(?:'s| is| are| does)\s+(?:an?|the)\b(?!.*\b(?:on my|left|due)\b)|what does .+ mean\b)",
+    re.IGNORECASE,
+)
+_MY_WORKSPACE = re.compile(r"\b(?:my|our)\s+(?:\w+\s+)?(?:tasks?|notes?|projects?|to-?dos?|plate)\b", re.IGNORECASE)
+
+
+def is_knowledge_question(text: str) -> bool:
+    """A how-to or conceptual question, for the knowledge base rather than the workspace."""
+    raw = text.strip()
+    if _HOW_TO.search(raw):
+        return True
+    return bool(_CONCEPT.search(raw)) and not _MY_WORKSPACE.search(raw)
 
 
 def parse(text: str) -> Intent:
@@ -61,6 +110,8 @@ def parse(text: str) -> Intent:
     lower = raw.lower()
     if not raw or re.fullmatch(r"(hi|hello|hey|help|\?|what can you do\??|who are you\??)[!. ]*", lower):
         return Intent("help")
+    if is_knowledge_question(raw):
+        return Intent("knowledge", search=raw)
     if write := _write_intent(raw):
         return write
 
@@ -97,7 +148,12 @@ def _write_intent(raw: str) -> Intent | None:
     if not mentions_tasks:
         return None
     if match := _MOVE.search(raw):
-        return Intent("move_tasks", status=_status(lower), search=_term_before_tasks(match["what"]) or _search_term(raw, None), target_project=match["target"])
+        return Intent(
+            "move_tasks",
+            status=_status(lower),
+            search=_term_before_tasks(match["what"]) or _search_term(raw, None),
+            target_project=match["target"],
+        )
     project_name = _project_name(raw)
     search = _search_term(raw, project_name) or _term_before_tasks(raw)
     if _DELETE.search(raw):

@@ -1,4 +1,5 @@
 """Turns tool results (the JSON Clarion's query tools return) into a readable Markdown answer."""
+
 from __future__ import annotations
 
 import datetime as dt

@@ -1,12 +1,25 @@
-// Clarion's only hand-written script. Everything it shows comes from server-rendered partials;
-// the countdown is a display of a deadline the server stores and enforces.
+// Clarion's hand-written script. Everything it shows comes from server-rendered partials; it keeps
+// the thread scrolled sensibly, gives the question cards their keys, shows messages queued while
+// the socket is down, and displays the countdown of a deadline the server stores and enforces.
 (function () {
   "use strict";
 
-  var IDLE_RESUME_MS = 5000; // seed 001: typing pauses the clock, 5 s idle resumes it
+  var IDLE_RESUME_MS = 5000; // typing pauses the clock; 5 s without typing resumes it
   var FLASH_MS = 500;        // the default option flashes for the last 500 ms, then is submitted
+  var KEYS = "abcdefghij";   // the key printed on an option: its place on the card
+  var NEAR_BOTTOM_PX = 48;   // "at the bottom" allows for a line of slack
 
-  // --- composer: Enter sends, Shift+Enter is a new line -------------------------------------
+  // A dropped socket comes back quickly and never waits more than 8 s between tries.
+  if (window.htmx) {
+    htmx.config.wsReconnectDelay = function (retries) {
+      return Math.min(500 * Math.pow(2, retries), 8000) * (0.5 + Math.random() / 2);
+    };
+  }
+
+  function composer() { return document.getElementById("composer-input"); }
+  function messageList() { return document.getElementById("message-list"); }
+
+  // --- keyboard: composer and question cards ---------------------------------------------------
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (target.id === "composer-input" && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
@@ -14,26 +27,33 @@
       if (target.value.trim() !== "") target.form.requestSubmit();
       return;
     }
-    if (isTyping(target) || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
     var card = currentQuestion();
     if (!card) return;
-    // Digits pick the option shown in that place; Enter confirms a multi-select.
-    if (/^[1-9]$/.test(event.key)) {
-      var choices = card.querySelectorAll(".options .option");
-      var choice = choices[parseInt(event.key, 10) - 1];
-      if (choice) {
-        event.preventDefault();
-        var box = choice.querySelector("input[type=checkbox]");
-        if (box) box.checked = !box.checked; else choice.click();
-      }
-    } else if (event.key === "Enter") {
+    // Keys pick options when nothing is being typed: a letter (the key printed on the option) or
+    // its number. In the empty chat box only numbers pick — a letter there starts a sentence.
+    var inEmptyComposer = target.id === "composer-input" && target.value === "";
+    if (isTyping(target) && !inEmptyComposer) return;
+    var place = -1;
+    if (/^[1-9]$/.test(event.key)) place = parseInt(event.key, 10) - 1;
+    else if (!inEmptyComposer && event.key.length === 1 && KEYS.indexOf(event.key.toLowerCase()) >= 0) place = KEYS.indexOf(event.key.toLowerCase());
+    if (place >= 0) {
+      var choice = card.querySelectorAll(".options .option")[place];
+      if (!choice) return;
+      event.preventDefault();
+      if (!inEmptyComposer) lastFocusArea = "card";
+      var box = choice.querySelector("input[type=checkbox]");
+      if (box) { box.checked = !box.checked; box.focus(); } else choice.click();
+    } else if (event.key === "Enter" && !isTyping(target)) {
       var confirm = card.querySelector(".confirm-multi");
-      if (confirm) { event.preventDefault(); confirm.click(); }
+      if (confirm && target.tagName !== "BUTTON") { event.preventDefault(); confirm.click(); }
     }
   });
 
   function isTyping(el) {
-    return el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.tagName === "SELECT" || el.isContentEditable);
+    if (!el || !el.tagName) return false;
+    if (el.tagName === "INPUT") return ["checkbox", "radio", "button", "submit", "reset"].indexOf(el.type) < 0;
+    return el.tagName === "TEXTAREA" || el.tagName === "SELECT" || el.isContentEditable;
   }
 
   function currentQuestion() {
@@ -41,17 +61,187 @@
     return all.length ? all[all.length - 1] : null;
   }
 
-  // --- connection state (status line; tests wait for it) -------------------------------------
+  // --- focus after a swap: back where the person was working -------------------------------------
+  // Only when a swap took away the element that had focus (an answered card, a fresh composer):
+  // a reader who clicked into the thread keeps their place and their selection.
+  var lastFocusArea = "composer";
+  var lastFocused = null;
+  document.addEventListener("focusin", function (event) {
+    lastFocused = event.target;
+    if (event.target.closest && event.target.closest(".question-card")) lastFocusArea = "card";
+    else if (event.target.id === "composer-input") lastFocusArea = "composer";
+  });
+
+  function restoreFocus() {
+    var active = document.activeElement;
+    if (!lastFocused || lastFocused.isConnected || (active && active !== document.body)) return;
+    var card = currentQuestion();
+    var option = card && card.querySelector(".options .option input, .options .option");
+    var target = lastFocusArea === "card" && option ? option : composer();
+    if (target) target.focus({ preventScroll: true });
+  }
+  // New content has been swapped in (over HTTP or the socket): settle focus once it is all there.
+  document.addEventListener("htmx:load", function () { setTimeout(restoreFocus, 0); });
+
+  // --- typed answers survive a card's re-render (a pause, a guess, another tab) -------------------
+  // Cards are re-rendered whole over the socket; what someone is typing into one must not vanish.
+  var typedBeforeSwap = [];
+  document.addEventListener("htmx:oobBeforeSwap", function () {
+    typedBeforeSwap = [];
+    document.querySelectorAll(".custom-answer input").forEach(function (input) {
+      if (!input.value) return;
+      typedBeforeSwap.push({
+        id: input.id, value: input.value, focused: document.activeElement === input,
+        start: input.selectionStart, end: input.selectionEnd,
+      });
+    });
+  });
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    typedBeforeSwap.forEach(function (typed) {
+      var input = document.getElementById(typed.id);
+      if (!input || input.value) return;
+      input.value = typed.value;
+      if (typed.focused) {
+        input.focus({ preventScroll: true });
+        try { input.setSelectionRange(typed.start, typed.end); } catch (e) { /* not a text input */ }
+      }
+    });
+  });
+
+  // --- connection state and messages queued while it is down ------------------------------------
   document.addEventListener("htmx:wsOpen", function () { document.body.dataset.ws = "open"; });
   document.addEventListener("htmx:wsClose", function () { document.body.dataset.ws = "closed"; });
 
-  // Keep the newest message in view as frames arrive.
-  document.addEventListener("htmx:oobAfterSwap", function (event) {
-    var list = document.getElementById("message-list");
-    if (list && event.detail && event.detail.target === list && list.lastElementChild) {
-      list.lastElementChild.scrollIntoView({ block: "end" });
-    }
+  document.addEventListener("htmx:wsConfigSend", function (event) {
+    var form = event.target;
+    if (!form || form.id !== "composer" || document.body.dataset.ws === "open") return;
+    // The ws extension keeps the frame and sends it on reconnect; show it as queued meanwhile.
+    var text = (event.detail.parameters && event.detail.parameters.message) || "";
+    if (!String(text).trim()) return;
+    var list = messageList();
+    if (!list) return;
+    var bubble = document.createElement("article");
+    bubble.className = "message message-user message-queued";
+    bubble.dataset.queued = "waiting";
+    bubble.setAttribute("aria-live", "polite");
+    var meta = document.createElement("div");
+    meta.className = "message-meta";
+    meta.textContent = "You · ";
+    var status = document.createElement("span");
+    status.className = "queued-status";
+    status.textContent = "Queued — sends when the connection is back";
+    meta.appendChild(status);
+    var body = document.createElement("div");
+    body.className = "message-body";
+    body.textContent = text;
+    bubble.appendChild(meta);
+    bubble.appendChild(body);
+    list.appendChild(bubble);
+    following = true;
+    var input = composer();
+    if (input) input.value = "";
   });
+
+  document.addEventListener("htmx:wsAfterSend", function (event) {
+    if (!event.target || event.target.id !== "composer") return;
+    var bubble = document.querySelector('.message-queued[data-queued="waiting"]');
+    if (!bubble) return;
+    bubble.dataset.queued = "sent";
+    bubble.querySelector(".queued-status").textContent = "Sending…";
+  });
+
+  // The server answers every message it takes with a fresh composer (and a rejected one with an
+  // error): the oldest queued bubble has then been delivered — or is handed back to be edited.
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || (target.id !== "composer" && target.id !== "composer-error")) return;
+    var bubble = document.querySelector('.message-queued[data-queued="sent"]');
+    if (!bubble) return;
+    if (target.id === "composer-error") {
+      if (!target.textContent.trim()) return;
+      var input = composer();
+      if (input && !input.value) input.value = bubble.querySelector(".message-body").textContent;
+    }
+    bubble.remove();
+  });
+
+  // --- the thread follows the newest reply while the reader is at the bottom ---------------------
+  var following = true;
+
+  function distanceFromBottom(list) { return list.scrollHeight - list.scrollTop - list.clientHeight; }
+
+  function jumpButton() {
+    var button = document.getElementById("jump-latest");
+    var list = messageList();
+    if (!button && list && list.parentNode) {
+      button = document.createElement("button");
+      button.type = "button";
+      button.id = "jump-latest";
+      button.className = "jump-latest";
+      button.hidden = true;
+      button.textContent = "↓ Jump to latest";
+      button.addEventListener("click", function () {
+        following = true;
+        scrollToEnd();
+        var input = composer();
+        if (input) input.focus({ preventScroll: true });
+      });
+      list.parentNode.insertBefore(button, list.nextSibling);
+    }
+    return button;
+  }
+
+  function scrollToEnd() {
+    var list = messageList();
+    if (list) list.scrollTop = list.scrollHeight;
+    updateJump();
+  }
+
+  function updateJump() {
+    var list = messageList();
+    var button = jumpButton();
+    if (!list || !button) return;
+    button.hidden = following || distanceFromBottom(list) <= NEAR_BOTTOM_PX;
+    if (!button.hidden) {
+      // Float just above the list's lower edge, whatever is laid out beneath it.
+      var below = list.parentNode.getBoundingClientRect().bottom - list.getBoundingClientRect().bottom;
+      button.style.bottom = Math.round(below + 12) + "px";
+    }
+  }
+
+  function followThread() {
+    var list = messageList();
+    if (!list || list.dataset.following) return;
+    list.dataset.following = "1";
+    list.addEventListener("scroll", function () {
+      // Only the reader moves away from the bottom: while following, growth is scrolled away at once.
+      following = distanceFromBottom(list) <= NEAR_BOTTOM_PX;
+      updateJump();
+    }, { passive: true });
+    var onChange = function () { if (following) scrollToEnd(); else updateJump(); };
+    new MutationObserver(onChange).observe(list, { childList: true, subtree: true, characterData: true });
+    if (window.ResizeObserver) new ResizeObserver(onChange).observe(list);
+    openAtLatest(list);
+  }
+
+  // Opening or reloading a conversation shows the latest message — or the top of a pending card
+  // that is taller than the view.
+  function openAtLatest(list) {
+    following = true;
+    scrollToEnd();
+    var card = currentQuestion();
+    var group = card && card.closest(".question-card");
+    if (group && group.getBoundingClientRect().top < list.getBoundingClientRect().top) {
+      list.scrollTop += group.getBoundingClientRect().top - list.getBoundingClientRect().top - 8;
+      following = distanceFromBottom(list) <= NEAR_BOTTOM_PX;
+      updateJump();
+    }
+  }
+
+  // Sending a message is reading the end of the thread again.
+  document.addEventListener("submit", function (event) {
+    if (event.target && event.target.id === "composer") { following = true; scrollToEnd(); }
+  }, true);
 
   // --- countdowns ------------------------------------------------------------------------------
   var clocks = new Map(); // question id → {el, remaining, total, paused, startedAt, fired}
@@ -73,6 +263,18 @@
     clocks.forEach(function (clock, id) { if (!document.body.contains(clock.el)) clocks.delete(id); });
   }
 
+  // A pause belongs to the typing that caused it. A page that opens on a paused card with nothing
+  // typed (a reload mid-pause) lets the clock run again rather than leave it frozen.
+  function resumeStalePauses() {
+    var input = composer();
+    if (input && input.value.trim() !== "") return;
+    document.querySelectorAll('.question-pending[data-paused="1"]').forEach(function (el) {
+      var custom = el.querySelector(".custom-answer input");
+      if (pausedByMe.has(el.dataset.question) || (custom && custom.value.trim() !== "")) return;
+      htmx.ajax("POST", el.dataset.resumeUrl, { source: el, swap: "none" });
+    });
+  }
+
   function left(clock) {
     if (clock.paused) return clock.remaining;
     return Math.max(0, clock.remaining - (performance.now() - clock.startedAt) / 1000);
@@ -84,7 +286,8 @@
       var bar = clock.el.querySelector(".countdown-bar");
       if (bar) bar.style.width = (100 * remaining / clock.total).toFixed(2) + "%";
       var readout = clock.el.querySelector(".countdown-time");
-      if (readout) readout.textContent = clockText(remaining);
+      var text = clockText(remaining);
+      if (readout && readout.textContent !== text) readout.textContent = text;
       clock.el.classList.toggle("countdown-low", remaining < Math.min(5, clock.total / 3));
       // The default flashes through the last 500 ms, so the flash ends as the server's deadline
       // arrives: its own timer resolves the question right then and would cut a later flash short.
@@ -135,5 +338,10 @@
   });
 
   document.addEventListener("htmx:load", scan);
-  document.addEventListener("DOMContentLoaded", function () { scan(); requestAnimationFrame(tick); });
+  document.addEventListener("DOMContentLoaded", function () {
+    scan();
+    resumeStalePauses();
+    followThread();
+    requestAnimationFrame(tick);
+  });
 })();

@@ -1,10 +1,10 @@
-
 import pytest
 from channels.db import database_sync_to_async as sync_to_async
 
 from chat import services as chat_services
+from chat.agent import wait_for_running_turns
 from chat.models import Message
-from tests.websocket import form_frame, open_socket, receive_all
+from tests.websocket import form_frame, open_socket, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,7 +58,7 @@ async def test_message_round_trip_reaches_every_tab(conversation, alice):
     (composer,) = frames_a - {broadcast_b}
     assert 'id="composer"' in composer
     # Then the assistant's turn streams into both tabs (the offline engine answers "hello").
-    reply_a, reply_b = await receive_all(tab_a), await receive_all(tab_b)
+    reply_a, reply_b = await receive_until(tab_a, "offline engine"), await receive_until(tab_b, "offline engine")
     assert 'class="message message-assistant streaming"' in reply_b
     assert "offline engine" in reply_a and "offline engine" in reply_b
 
@@ -94,7 +94,8 @@ async def test_malformed_frames_get_an_error_frame_and_the_socket_stays_up(conve
 
     # Still open: a good frame afterwards works (and gets its reply).
     await socket.send_to(text_data=form_frame(action="send_message", message="still here"))
-    assert "still here" in await receive_all(socket)
+    assert "still here" in await receive_until(socket, "still here")
+    await wait_for_running_turns()
     assert await message_count() == 2
     await socket.disconnect()
 

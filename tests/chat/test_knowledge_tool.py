@@ -1,4 +1,5 @@
 """search_knowledge_base inside a chat turn (offline engine): cited answers, or an honest no."""
+
 import pytest
 from channels.db import database_sync_to_async
 

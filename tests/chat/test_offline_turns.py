@@ -1,4 +1,5 @@
 """The offline engine end to end: real turns, real tools, the seeded demo workspace."""
+
 import json
 
 import pytest

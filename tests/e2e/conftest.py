@@ -1,17 +1,24 @@
 """A real Daphne server in a subprocess on the test database, and a real headless Chromium."""
+
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import ClassVar
 
+import psycopg
 import pytest
+from django.db import connection
 
 from tests.processes import stop_process
-from django.db import connection
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +53,24 @@ def wait_for_port(port: int, proc: subprocess.Popen, *, timeout: float = 30.0) -
     raise RuntimeError(f"Daphne did not listen on {port} within {timeout}s")
 
 
+def metrics_dir_of_this_run() -> Path:
+    """The prometheus-client multiprocess directory every test server of this pytest run shares
+    (as the workers of one deployment do): fresh at the first server, removed at exit."""
+    global _metrics_dir
+    if _metrics_dir is None:
+        _metrics_dir = ROOT / ".data" / "metrics" / f"test-run-{os.getpid()}"
+        shutil.rmtree(_metrics_dir, ignore_errors=True)
+        _metrics_dir.mkdir(parents=True)
+        atexit.register(shutil.rmtree, _metrics_dir, True)
+    return _metrics_dir
+
+
+_metrics_dir: Path | None = None
+
+
 class DaphneServer:
+    running: ClassVar[set["DaphneServer"]] = set()
+
     def __init__(self, *, database_name: str, extra_env: dict[str, str] | None = None, port: int | None = None):
         self.port = port or free_port()
         self.env = {
@@ -54,6 +78,7 @@ class DaphneServer:
             "DJANGO_SETTINGS_MODULE": "project.settings_test",
             "DATABASE_NAME": database_name,
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir_of_this_run()),
             **(extra_env or {}),
         }
         self.proc: subprocess.Popen | None = None
@@ -72,11 +97,70 @@ class DaphneServer:
             stderr=subprocess.STDOUT,
         )
         wait_for_port(self.port, self.proc)
+        DaphneServer.running.add(self)
         return self
 
     def stop(self) -> None:
+        DaphneServer.running.discard(self)
         stop_process(self.proc)
         self.log.close()
+
+    def wait_until_idle(self, *, timeout: float = 60.0) -> None:
+        """Until no request is in flight and no background task (turn, guess, expiry) is left:
+        the test settings' `/__test__/idle/` (project/testing.py)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        url = f"{self.url}/__test__/idle/?timeout={timeout}"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout + 30) as response:
+                assert response.status == 204, response.status
+        except urllib.error.HTTPError as exc:
+            busy = exc.read().decode(errors="replace")
+            pytest.fail(f"test server {self.url} still busy {timeout:.0f} s after the test: {busy}")
+
+
+def wait_until_servers_are_idle() -> None:
+    for server in list(DaphneServer.running):
+        server.wait_until_idle()
+
+
+@pytest.fixture(autouse=True)
+def _servers_idle_before_the_database_is_emptied(transactional_db):
+    """Set up after `transactional_db`, so torn down before its flush (TRUNCATE): the servers
+    finish what the test started first, instead of deadlocking with it."""
+    yield
+    wait_until_servers_are_idle()
+
+
+def _is_lock_conflict(exc: BaseException | None) -> bool:
+    while exc is not None:
+        if isinstance(exc, (psycopg.errors.DeadlockDetected, psycopg.errors.LockNotAvailable)):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _flush_outlasts_a_late_lock():
+    """Belt and braces: a server process can still touch the database after it said it was idle
+    (a deadline timer firing, a server being stopped). Postgres then aborts the flush's
+    transaction as a deadlock; wait for the servers and flush again."""
+    from django.test import TransactionTestCase
+
+    original = TransactionTestCase._fixture_teardown
+
+    def fixture_teardown(self, attempts: int = 5):
+        for attempt in range(1, attempts + 1):
+            try:
+                return original(self)
+            except Exception as exc:
+                if attempt == attempts or not _is_lock_conflict(exc):
+                    raise
+                wait_until_servers_are_idle()
+
+    TransactionTestCase._fixture_teardown = fixture_teardown
+    yield
+    TransactionTestCase._fixture_teardown = original
 
 
 @pytest.fixture(scope="session")

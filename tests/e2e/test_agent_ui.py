@@ -40,8 +40,12 @@ def model_server(daphne_server):
         server = DaphneServer(
             database_name=daphne_server.env["DATABASE_NAME"],
             extra_env={
-                "LLM_BASE_URL": fake.base_url, "LLM_API_KEY": "sk-e2e", "LLM_MODEL": "fake-model", "LLM_MAX_RETRIES": "0",
-                "CLARIFICATION_ENABLED": "false", "QUESTION_DETECTOR_ENABLED": "false",
+                "LLM_BASE_URL": fake.base_url,
+                "LLM_API_KEY": "sk-e2e",
+                "LLM_MODEL": "fake-model",
+                "LLM_MAX_RETRIES": "0",
+                "CLARIFICATION_ENABLED": "false",
+                "QUESTION_DETECTOR_ENABLED": "false",
             },
         ).start()
         yield server, fake

@@ -6,6 +6,7 @@ all my tasks") run on the default test server, or one with a changed rate limit.
 
     E2E_SCREENSHOTS=1 pytest tests/e2e/test_questions_ui.py -k digit   # refreshes docs/screenshot-question.png
 """
+
 from __future__ import annotations
 
 import collections
@@ -41,7 +42,7 @@ MODEL_ENV = {"CLARIFICATION_ENABLED": "false", "QUESTION_DETECTOR_ENABLED": "fal
 
 def question(text: str, labels: list[str], *, descriptions: list[str] | None = None, **extra) -> dict:
     descriptions = descriptions or [f"About {label}" for label in labels]
-    options = [{"label": label, "description": description} for label, description in zip(labels, descriptions)]
+    options = [{"label": label, "description": description} for label, description in zip(labels, descriptions, strict=True)]
     return {"question": text, "options": options, **extra}
 
 
@@ -154,7 +155,9 @@ def test_custom_answer_in_the_card_and_in_the_chat_box(model_server, browser_con
     server, fake = model_server
     script(
         fake,
-        ask_user(question("What should the trip be called?", ["Coast weekend", "Mountain escape"], placeholder="Name the trip…"), id="call_name"),
+        ask_user(
+            question("What should the trip be called?", ["Coast weekend", "Mountain escape"], placeholder="Name the trip…"), id="call_name"
+        ),
         ask_user(question("Where should it start?", ["Home", "The office"]), id="call_where"),
         Reply.text("Booked: *Lighthouse loop* from the station."),
     )
@@ -224,9 +227,9 @@ def test_shorthand_in_the_chat_box_answers_the_offline_clarification(live_url, b
     send(page, "clean up my tasks")
 
     card = page.locator(".question-clarify")
-    expect(card.locator(".question-progress")).to_have_text("1 of 2")
-    expect(card.locator(".question-text")).to_have_text("What kind of cleanup?")
-    expect(card.locator(".question-hint")).to_contain_text("“1a 2b”")
+    expect(card.locator(".question-progress")).to_have_text("Question 1 of 2")
+    expect(card.locator(".question-pending .question-text")).to_have_text("1. What kind of cleanup?")
+    expect(card.locator(".question-hint")).to_contain_text("“1a 2a”")
 
     # A question number that doesn't exist: a clear error under the composer, the text kept.
     send(page, "3a")
@@ -265,14 +268,14 @@ def test_answered_clarification_leads_to_a_confirmation_card(start_server, brows
     atlas = Project.objects.get(owner=user, name="Atlas")
     completed = list(Task.objects.filter(owner=user, project=atlas, status="completed").values_list("title", flat=True))
     send(page, "clean up my tasks")
-    expect(page.locator(".question-clarify .question-text")).to_have_text("What kind of cleanup?")
+    expect(page.locator(".question-clarify .question-pending .question-text")).to_have_text("1. What kind of cleanup?")
     send(page, "1a 2b")  # at once, as a person who knows what they want would
 
     # Whatever comes first after the clarified request: the confirmation, or a reply instead of it.
     page.locator(".question-confirm, .message-assistant .markdown").first.wait_for()
     confirm = page.locator(".question-confirm")
     expect(confirm.locator(".operation-list li")).to_have_count(len(completed), timeout=1_000)
-    expect(confirm.locator(".operations")).to_contain_text(f"Delete {len(completed)} completed tasks in Atlas")
+    expect(confirm.locator(".question-text")).to_contain_text(f"Delete {len(completed)} completed tasks in Atlas")
     for title in completed:
         expect(confirm.locator(".operation-list li", has_text=title)).to_have_count(1)
     expect(confirm.locator(".option.apply.danger")).to_be_visible()
@@ -287,17 +290,20 @@ def test_countdown_flashes_the_default_and_submits_it(guessing_model_server, bro
         fake,
         ask_user(question("Which launch should I summarise?", ["Atlas", "Harbor"], timeout_seconds=5), id="call_timed"),
         Reply.text("Here is the Harbor summary."),
-        guess=[{"index": 1, "confidence": 0.8, "reasoning": "Harbor was discussed last."}, {"index": 0, "confidence": 0.2, "reasoning": "Less recent."}],
+        guess=[
+            {"index": 1, "confidence": 0.8, "reasoning": "Harbor was discussed last."},
+            {"index": 0, "confidence": 0.2, "reasoning": "Less recent."},
+        ],
     )
     _, page = user_with_page(browser_context, server.url, "sven")
     send(page, "summarise the launch")
 
     card = pending_card(page)
-    # The guess swaps in: the most likely option first, with its confidence, as the default.
+    # The guess swaps in: the most likely option, with its confidence, marked as the default.
     default = card.locator(".option.is-default")
     expect(default.locator(".label")).to_have_text("Harbor")
     expect(default.locator(".confidence")).to_have_text("80%")
-    expect(card.locator(".options .option").first).to_have_class(re.compile(r"\bis-default\b"))
+    expect(card.locator(".options .option").nth(1)).to_have_class(re.compile(r"\bis-default\b"))
     # Record when the flash starts and when the receipt replaces the card.
     page.evaluate(
         """() => {
@@ -400,7 +406,8 @@ def test_confirming_delete_all_my_tasks_deletes_exactly_those_fifty(live_url, br
 
     confirm = page.locator(".question-confirm")
     expect(confirm.locator(".operation-list li")).to_have_count(50, timeout=15_000)
-    expect(confirm.locator(".operations")).to_contain_text("Delete 50 tasks — 50 changes:")
+    expect(confirm.locator(".operations-count")).to_contain_text("50 changes")
+    expect(confirm.locator(".operations-more summary")).to_have_text("40 more")
     expect(confirm.locator(".question-text")).to_have_text("Delete 50 tasks — apply 50 changes?")
     for n in (1, 25, 50):
         expect(confirm.locator(".operation-list li", has_text=f"Chore number {n:02d}")).to_have_count(1)
@@ -410,7 +417,7 @@ def test_confirming_delete_all_my_tasks_deletes_exactly_those_fifty(live_url, br
 
     confirm.locator(".option.apply").click()
     expect(page.locator(".message-assistant .markdown").last).to_have_text("Done — deleted 50 tasks.", timeout=15_000)
-    expect(confirm.locator(".question-receipt.answered .receipt-answer")).to_have_text("Apply")
+    expect(confirm.locator(".question-receipt.answered .receipt-answer")).to_have_text("Applied — 50 changes confirmed")
     assert Task.objects.filter(owner=user).count() == 0
     assert list(Task.objects.filter(owner=bystander).values_list("title", flat=True)) == ["Walt's own task"]
 
@@ -424,9 +431,12 @@ def test_pressing_a_digit_picks_the_option_shown_in_that_place(guessing_model_se
         fake,
         ask_user(
             question(
-                "How detailed should the launch summary be?", ["One line", "A paragraph", "A full page"], header="Detail",
+                "How detailed should the launch summary be?",
+                ["One line", "A paragraph", "A full page"],
+                header="Detail",
                 descriptions=["Just the headline", "What shipped and what's next", "Every workstream, with owners and dates"],
-                placeholder="Or describe the length you want…", timeout_seconds=120,
+                placeholder="Or describe the length you want…",
+                timeout_seconds=120,
             ),
             id="call_keys",
         ),  # fmt: skip
@@ -442,15 +452,16 @@ def test_pressing_a_digit_picks_the_option_shown_in_that_place(guessing_model_se
 
     card = pending_card(page)
     shown = card.locator(".options .option .label")
-    expect(shown).to_have_text(["A paragraph", "A full page", "One line"])  # ranked, not as asked
-    expect(card.locator(".options .option").nth(1).locator(".key")).to_have_text("c")
+    expect(shown).to_have_text(["One line", "A paragraph", "A full page"])  # as asked: keys never move
+    expect(card.locator(".options .option .key")).to_have_text(["a", "b", "c"])
+    expect(card.locator(".option.is-default .label")).to_have_text("A paragraph")  # the guess marks the default
     if os.environ.get("E2E_SCREENSHOTS"):
         SCREENSHOT.parent.mkdir(exist_ok=True)
         page.locator(".question-card").screenshot(path=str(SCREENSHOT))
 
     # Digits are for the card, not the composer (which has the focus at first).
     card.locator(".question-text").click()
-    page.keyboard.press("2")
+    page.keyboard.press("3")
 
     expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("A full page")
     expect(page.locator(".message-assistant .markdown")).to_contain_text("A full page it is.")

@@ -1,5 +1,6 @@
 """Fixtures for the knowledge base: offline by default, a fake model endpoint on request, and
 small knowledge bases built through the real rebuild (with a scripted summariser)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,11 +30,12 @@ def model_endpoint(model_endpoint, settings):
 
 
 @pytest.fixture
-def ai_config(db):
-    """The AIConfig row with test-friendly limits; tests adjust and save() it further."""
+def ai_config(db, settings):
+    """The AIConfig row with test-friendly limits; tests adjust and save() it further. The
+    per-call timeout and retries are the environment's (settings), shared with the chat."""
+    settings.LLM_MAX_RETRIES = 0
+    settings.LLM_TIMEOUT_SECONDS = 2.0
     config = selectors.get_ai_config()
-    config.max_retries = 0
-    config.llm_timeout_seconds = 2.0
     config.request_timeout_seconds = 10.0
     config.save()
     return config

@@ -1,5 +1,6 @@
 """The pipeline with a real model path: the fake OpenAI-compatible server scripts each node's
 structured output (gate → select → answer → verify), over HTTP through the real SDK."""
+
 from __future__ import annotations
 
 import json
@@ -63,7 +64,7 @@ def test_each_node_is_one_structured_call_and_the_answer_cites_the_loaded_source
     system, user = system_and_user(requests[1])
     assert system.startswith(ai_config.selection_prompt.strip()[:60])
     assert "Question: connect a model" in user
-    assert f"{MODELS} — Summary of {MODELS}." in user and f"{INDEX} — Summary of {INDEX}." in user
+    assert f"{MODELS} — Connecting a model: Summary of {MODELS}." in user and f"{INDEX} — Rebuilding the index: Summary of {INDEX}." in user
     # Only the selected source's text reaches the answer and verification prompts.
     _, user = system_and_user(requests[2])
     assert "[1] Connecting a model (kb/models.md)" in user and "Set `LLM_BASE_URL` to the endpoint" in user
@@ -179,7 +180,10 @@ def test_the_model_saying_the_sources_do_not_answer_means_no_reply(model_endpoin
 def test_verification_rejection_means_no_reply(model_endpoint, kb):
     before = sample("ai_verification_total", {"good_enough": "false"})
     model_endpoint.script(
-        gate_reply(), select_reply(MODELS), answer_reply("Set `LLM_BASE_URL` [1].", [1]), verify_reply(ok=False, issues=["Unsupported claim."])
+        gate_reply(),
+        select_reply(MODELS),
+        answer_reply("Set `LLM_BASE_URL` [1].", [1]),
+        verify_reply(ok=False, issues=["Unsupported claim."]),
     )
 
     result = ask("how do I connect?")
@@ -226,9 +230,8 @@ def test_nothing_loadable_means_no_reply(model_endpoint, kb):
     assert result.should_reply is False and result.debug["skip_reason"] == "load: no selected source could be loaded"
 
 
-def test_a_model_call_timeout_gives_no_reply_and_does_not_raise(model_endpoint, kb, ai_config):
-    ai_config.llm_timeout_seconds = 0.3
-    ai_config.save()
+def test_a_model_call_timeout_gives_no_reply_and_does_not_raise(model_endpoint, kb, ai_config, settings):
+    settings.LLM_TIMEOUT_SECONDS = 0.3
     model_endpoint.script(gate_reply().with_(delay=2.0))
     started = time.monotonic()
 
@@ -239,10 +242,10 @@ def test_a_model_call_timeout_gives_no_reply_and_does_not_raise(model_endpoint, 
     assert result.debug["error"].startswith("llm_timeout")
 
 
-def test_the_end_to_end_timeout_gives_no_reply_and_does_not_raise(model_endpoint, kb, ai_config):
+def test_the_end_to_end_timeout_gives_no_reply_and_does_not_raise(model_endpoint, kb, ai_config, settings):
     ai_config.request_timeout_seconds = 0.5
-    ai_config.llm_timeout_seconds = 5.0
     ai_config.save()
+    settings.LLM_TIMEOUT_SECONDS = 5.0
     before = sample("ai_requests_total", {"result": "error"})
     model_endpoint.script(gate_reply(), select_reply(MODELS).with_(delay=3.0))
     started = time.monotonic()
@@ -254,9 +257,8 @@ def test_the_end_to_end_timeout_gives_no_reply_and_does_not_raise(model_endpoint
     assert sample("ai_requests_total", {"result": "error"}) == before + 1
 
 
-def test_transient_errors_are_retried(model_endpoint, kb, ai_config):
-    ai_config.max_retries = 2
-    ai_config.save()
+def test_transient_errors_are_retried(model_endpoint, kb, ai_config, settings):
+    settings.LLM_MAX_RETRIES = 2
     model_endpoint.script(
         Reply.error(500, "boom"),
         Reply.error(429, "slow down"),
@@ -277,9 +279,8 @@ def test_transient_errors_are_retried(model_endpoint, kb, ai_config):
     assert len(model_endpoint.requests) == 6
 
 
-def test_retries_stop_at_max_retries(model_endpoint, kb, ai_config):
-    ai_config.max_retries = 1
-    ai_config.save()
+def test_retries_stop_at_max_retries(model_endpoint, kb, ai_config, settings):
+    settings.LLM_MAX_RETRIES = 1
     model_endpoint.script(Reply.error(503, "down"), Reply.error(503, "down"), gate_reply())
     result = ask("how do I connect?")
     assert result.should_reply is False and result.debug["error"].startswith("llm_server")
@@ -295,9 +296,8 @@ def test_retries_stop_at_max_retries(model_endpoint, kb, ai_config):
         (Reply.text("I think this is a question."), "llm_invalid_response"),  # not JSON at all
     ],
 )
-def test_invalid_requests_and_schema_failures_are_not_retried(model_endpoint, kb, ai_config, reply, kind):
-    ai_config.max_retries = 3
-    ai_config.save()
+def test_invalid_requests_and_schema_failures_are_not_retried(model_endpoint, kb, ai_config, settings, reply, kind):
+    settings.LLM_MAX_RETRIES = 3
     model_endpoint.script(reply, gate_reply())
 
     result = ask("how do I connect?")
@@ -306,14 +306,16 @@ def test_invalid_requests_and_schema_failures_are_not_retried(model_endpoint, kb
     assert len(model_endpoint.requests) == 1
 
 
-def test_a_large_index_is_prefiltered_with_full_text_search(model_endpoint, tmp_path, ai_config, settings):
+def test_a_large_index_is_prefiltered_by_ranking(model_endpoint, tmp_path, ai_config, settings):
     files = {f"topic{i}.md": f"# Topic {i}\n\nThis page is about gardening tip number {i}.\n" for i in range(6)}
     files["proxy.md"] = "# Proxy setup\n\nConfigure the proxy with the PROXY_URL variable.\n"
     files["tls.md"] = "# TLS behind a proxy\n\nTerminate TLS at the proxy and set CSRF_TRUSTED_ORIGINS.\n"
     build_kb(tmp_path / "kb", files)
     settings.KNOWLEDGE_PREFILTER_THRESHOLD = 5
     settings.KNOWLEDGE_PREFILTER_CANDIDATES = 2
-    model_endpoint.script(gate_reply(rewrite="proxy configuration"), select_reply("kb/proxy.md"), answer_reply("Set PROXY_URL [1].", [1]), verify_reply())
+    model_endpoint.script(
+        gate_reply(rewrite="proxy configuration"), select_reply("kb/proxy.md"), answer_reply("Set PROXY_URL [1].", [1]), verify_reply()
+    )
 
     result = ask("how do I configure the proxy?")
 
@@ -340,7 +342,14 @@ def test_the_seed_log_fields_and_metrics_are_recorded(model_endpoint, kb, caplog
     assert fields["gate.is_question"] is True and fields["gate.is_answerable"] is True and fields["gate.reason"] == "About models."
     assert fields["selection.selected_sources_count"] == 1 and fields["loading.loaded_sources_count"] == 1
     assert fields["verification.is_good_enough"] is True and fields["verification.issues_count"] == 0
-    assert {"latency_ms.gate", "latency_ms.select", "latency_ms.load", "latency_ms.generate", "latency_ms.verify", "latency_ms.total"} <= set(fields)
+    assert {
+        "latency_ms.gate",
+        "latency_ms.select",
+        "latency_ms.load",
+        "latency_ms.generate",
+        "latency_ms.verify",
+        "latency_ms.total",
+    } <= set(fields)
     assert fields["llm.calls"] == 4 and fields["llm.seconds"] > 0
     assert "platform=discord" in record.getMessage() and "result=answered" in record.getMessage()
     assert sample("ai_requests_total", {"result": "answered"}) == answered + 1
@@ -385,3 +394,21 @@ def test_the_result_is_json_for_adapters(model_endpoint, kb):
     payload = json.loads(ask("how?").model_dump_json())
     assert set(payload) == {"should_reply", "reply_text", "citations", "debug"}
     assert set(payload["citations"][0]) == {"n", "source_id", "title", "url"}
+
+
+def test_the_selection_prompt_receives_titles_from_the_top_level_heading_outside_code(model_endpoint, tmp_path, ai_config):
+    build_kb(tmp_path / "kb", {
+        "config.md": "Configuration comes from the environment.\n\n```python\n# Config will be read from .env\nconfig = Config('.env')\n```\n\n## Secrets\n\nSecrets stay out of tracebacks.\n",
+        "proxies.md": "<p align=\"center\"><img src=\"logo.png\"></p>\n\n```bash\n# install it\npip install thing\n```\n\n# Proxies\n\n!!! note \"Environment\"\n    HTTPS_PROXY is read from the environment.\n",
+    })  # fmt: skip
+    model_endpoint.script(gate_reply(rewrite="proxy settings"), select_reply("kb/proxies.md"), answer_reply("", answered=False))
+
+    ask("Which proxy settings are read from the environment?")
+
+    _, user = system_and_user(model_endpoint.requests[1])
+    assert "kb/proxies.md — Proxies: Summary of kb/proxies.md." in user
+    assert "kb/config.md — Config: Summary of kb/config.md." in user  # no H1 outside code: the file name
+    assert "install it" not in user and "Config will be read" not in user and "<p" not in user
+    # The answer prompt shows the same title, and the admonition body as prose.
+    _, user = system_and_user(model_endpoint.requests[2])
+    assert "[1] Proxies (kb/proxies.md)" in user

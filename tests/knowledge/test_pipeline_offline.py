@@ -1,4 +1,5 @@
 """The offline engine's pipeline: the same graph, deterministic nodes, the shipped user guide."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,7 +22,12 @@ def test_how_do_i_connect_my_own_model_is_answered_from_the_shipped_docs_with_a_
     assert result.should_reply is True, result.debug
     assert result.debug["engine"] == "offline" and result.debug["llm_calls"] == []
     source = KnowledgeSource.objects.get(source_id=CONNECTING)
-    assert result.citations[0].model_dump() == {"n": 1, "source_id": CONNECTING, "title": "Connecting your own model", "url": f"/kb/sources/{source.pk}/"}
+    assert result.citations[0].model_dump() == {
+        "n": 1,
+        "source_id": CONNECTING,
+        "title": "Connecting your own model",
+        "url": f"/kb/sources/{source.pk}/",
+    }
     assert "`LLM_BASE_URL`" in result.reply_text and "[1]" in result.reply_text
     # Every sentence is quoted from (and cites) a loaded source.
     assert result.debug["verification"]["is_good_enough"] is True
@@ -87,7 +93,10 @@ def test_the_offline_answer_respects_max_answer_chars(user_guide):
     "kwargs",
     [
         {"question": "How do I connect my own model?"},
-        {"question": "How do I connect my own model?", "history": [{"role": "user", "text": "hello"}, {"role": "tool", "content": "x"}, "junk"]},
+        {
+            "question": "How do I connect my own model?",
+            "history": [{"role": "user", "text": "hello"}, {"role": "tool", "content": "x"}, "junk"],
+        },
         {"question": "x" * 20_000},
         {"question": "How do I connect my own model?", "request_context": {"platform": "slack", "channel_id": "C1"}},
     ],
@@ -116,8 +125,9 @@ async def test_from_a_running_event_loop_a_failure_is_a_silent_result_not_an_exc
     async def slow_graph(*args, **kwargs):
         await asyncio.sleep(5)
 
-    from knowledge.selectors import get_ai_config
     from channels.db import database_sync_to_async
+
+    from knowledge.selectors import get_ai_config
 
     config = await database_sync_to_async(get_ai_config)()
     config.request_timeout_seconds = 0.2

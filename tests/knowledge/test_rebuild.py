@@ -1,4 +1,5 @@
 """`rebuild_kb_index`: incremental by content hash, atomic, bounded, locked, loud about failures."""
+
 from __future__ import annotations
 
 import asyncio
@@ -66,9 +67,10 @@ def test_first_run_summarises_every_source_and_publishes_the_index(folder):
     ids = ["kb/a.md", "kb/b.txt", "kb/d.html", "kb/sub/c.rst"]
     assert sorted(summarizer.calls) == ids and report.summarised == 4 and report.ok and report.index_changed
     index = selectors.current_index()
-    assert index.text == "\n".join(f"{i} — Summary of {i}." for i in ids)
-    assert index.source_count == 4 and index.summarised_count == 4 and index.failed_count == 0
     titles = dict(KnowledgeSource.objects.values_list("source_id", "title"))
+    # Each line gives the selector the page's id, its title and its summary.
+    assert index.text == "\n".join(f"{i} — {titles[i]}: Summary of {i}." for i in ids)
+    assert index.source_count == 4 and index.summarised_count == 4 and index.failed_count == 0
     assert titles == {"kb/a.md": "Alpha", "kb/b.txt": "Beta notes", "kb/sub/c.rst": "Gamma", "kb/d.html": "Delta page"}
     delta = KnowledgeSource.objects.get(source_id="kb/d.html")
     assert delta.kind == "html" and delta.content.startswith("# Delta\n\nDelta explains") and "<p>" not in delta.content
@@ -143,7 +145,7 @@ def test_a_changed_source_whose_new_summary_fails_keeps_its_previous_summary(fol
     row = KnowledgeSource.objects.get(source_id="kb/a.md")
     assert row.content.startswith("# Alpha\n\nChanged.") and row.summary == "Summary of kb/a.md." and row.last_summary_error
     assert row.summary_hash != row.content_hash  # so the next run tries again
-    assert "kb/a.md — Summary of kb/a.md." in selectors.current_index().text
+    assert "kb/a.md — Alpha: Summary of kb/a.md." in selectors.current_index().text
     retry = CountingSummarizer()
     build_kb(folder, summarizer=retry)
     assert retry.calls == ["kb/a.md"]
@@ -164,7 +166,7 @@ def test_the_old_index_serves_until_the_new_one_is_complete(folder):
     build_kb(folder, summarizer=peeking_summarizer)
 
     assert seen_during_run == [(old.pk, "# Alpha\n\nAlpha explains the first thing in detail.\n")]
-    assert selectors.current_index().pk != old.pk and "kb/a.md — New summary." in selectors.current_index().text
+    assert selectors.current_index().pk != old.pk and "kb/a.md — Alpha: New summary." in selectors.current_index().text
 
 
 def test_a_failure_mid_run_leaves_the_old_index_serving_and_the_next_run_reuses_finished_summaries(folder, monkeypatch):
@@ -193,7 +195,7 @@ def test_a_failure_mid_run_leaves_the_old_index_serving_and_the_next_run_reuses_
     report = build_kb(folder, summarizer=second)
 
     assert second.calls == [] and report.reused == 5 and report.ok
-    assert "kb/new.md — Summary of kb/new.md." in selectors.current_index().text
+    assert "kb/new.md — " in selectors.current_index().text and "Summary of kb/new.md." in selectors.current_index().text
     assert SummaryDraft.objects.count() == 0
 
 
@@ -262,7 +264,10 @@ def test_the_process_exit_status_is_non_zero_on_failure(tmp_path):
 
 class _Pages(BaseHTTPRequestHandler):
     pages = {
-        "/guide.html": ("text/html; charset=utf-8", "<html><head><title>Web guide</title></head><body><h1>Web guide</h1><p>Served over HTTP.</p></body></html>"),
+        "/guide.html": (
+            "text/html; charset=utf-8",
+            "<html><head><title>Web guide</title></head><body><h1>Web guide</h1><p>Served over HTTP.</p></body></html>",
+        ),
         "/notes.md": ("text/markdown", "# Notes\n\nMarkdown over HTTP.\n"),
         "/image.png": ("image/png", "\x89PNG"),
     }
@@ -316,7 +321,9 @@ def test_up_indexes_the_knowledge_base_and_survives_a_failed_rebuild(monkeypatch
     from project.management.commands.up import Command
 
     calls = []
-    monkeypatch.setattr("project.management.commands.up.call_command", lambda name, **kw: calls.append(name) or (_ for _ in ()).throw(CommandError("boom")))
+    monkeypatch.setattr(
+        "project.management.commands.up.call_command", lambda name, **kw: calls.append(name) or (_ for _ in ()).throw(CommandError("boom"))
+    )
     command = Command(stdout=io.StringIO(), stderr=io.StringIO())
     command._index_knowledge_base()
     assert calls == ["rebuild_kb_index"]

@@ -1,4 +1,5 @@
 """Pure pieces: citation integrity, selection bounding, the offline decisions, text handling."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,7 +9,6 @@ from knowledge.citations import cite, normalise, truncate
 from knowledge.pipeline import bound_selection, clean_history
 from knowledge.schemas import DraftAnswer, GateDecision, SourceSelection, VerificationDecision
 from knowledge.text import clean_summary, extractive_summary, html_to_text, terms, title_of, units
-
 
 # ---- citations
 
@@ -61,7 +61,10 @@ def test_decision_schemas_parse_the_models_json():
 
 
 def test_history_is_cleaned_and_capped():
-    history = [{"role": "user", "content": f"m{i}"} for i in range(15)] + [{"role": "system", "content": "x"}, {"role": "assistant", "text": "t"}]
+    history = [{"role": "user", "content": f"m{i}"} for i in range(15)] + [
+        {"role": "system", "content": "x"},
+        {"role": "assistant", "text": "t"},
+    ]
     cleaned = clean_history(history)
     assert len(cleaned) == 10 and cleaned[-1] == {"role": "assistant", "content": "t"} and all(m["role"] != "system" for m in cleaned)
 
@@ -104,7 +107,8 @@ LLM_BASE_URL=http://127.0.0.1:11434/v1
 
 def test_offline_answer_quotes_matching_sentences_with_citations_in_reading_order():
     draft = offline.answer(question="Which port does Ollama listen on?", sources=[("Connecting a model", SOURCE)])
-    assert draft.answer == "Ollama listens on port 11434 and needs no key at all [1]."
+    # The section is short: quoted whole, list items as a list.
+    assert draft.answer == "- Ollama listens on port 11434 and needs no key at all [1].\n- Pull a model that supports tool calls first [1]."
     assert draft.citations == [1]
     assert offline.answer(question="How do I bake bread?", sources=[("Connecting a model", SOURCE)]).answered_from_sources is False
 
@@ -121,9 +125,10 @@ def test_offline_verification_accepts_quotes_and_rejects_unsupported_or_uncited_
 # ---- text
 
 
-def test_units_skip_code_tables_and_headings_and_keep_list_items():
-    found = [u.text for u in units(SOURCE)]
+def test_units_keep_code_blocks_whole_and_apart_from_prose_and_keep_list_items():
+    found = [u.text for u in units(SOURCE) if u.kind != "code"]
     assert "LLM_BASE_URL=http://127.0.0.1:11434/v1" not in " ".join(found)
+    assert [u.text for u in units(SOURCE) if u.kind == "code"] == ["LLM_BASE_URL=http://127.0.0.1:11434/v1"]
     assert "Ollama listens on port 11434 and needs no key at all." in found
     assert next(u for u in units(SOURCE) if u.text.startswith("Ollama")).heading == "Ollama"
 
@@ -131,7 +136,11 @@ def test_units_skip_code_tables_and_headings_and_keep_list_items():
 def test_rst_headings_and_literal_blocks():
     rst = "Install guide\n=============\n\nRun the installer from the command line::\n\n    ./install --all\n\nThen restart the service and check the logs.\n"
     assert title_of(rst, kind="rst", fallback="x") == "Install guide"
-    assert [u.text for u in units(rst)] == ["Then restart the service and check the logs."]
+    found = units(rst, kind="rst")
+    assert [(u.kind, u.text, u.lead) for u in found] == [
+        ("code", "./install --all", "Run the installer from the command line:"),
+        ("sentence", "Then restart the service and check the logs.", ""),
+    ]
 
 
 def test_terms_are_stemmed_symmetrically():
@@ -150,7 +159,7 @@ def test_html_becomes_markdownish_text_without_scripts_or_navigation():
 
 
 def test_summaries_are_short_plain_text():
-    assert clean_summary('**Summary:** Explains `LLM_BASE_URL`.\n- and more') == "Explains LLM_BASE_URL. and more"
+    assert clean_summary("**Summary:** Explains `LLM_BASE_URL`.\n- and more") == "Explains LLM_BASE_URL. and more"
     long = extractive_summary(title="T", content="# T\n\nA long opening sentence about " + "many things and " * 40 + "more.")
     assert len(long) <= 300 and long.endswith("…")
     assert extractive_summary(title="Connecting a model", content=SOURCE) == extractive_summary(title="Connecting a model", content=SOURCE)

@@ -1,4 +1,5 @@
 """The source page a citation opens, and /metrics."""
+
 from __future__ import annotations
 
 import pytest
@@ -50,13 +51,19 @@ def test_an_unknown_source_is_404(alice):
 
 def test_a_url_source_links_to_the_original(alice):
     row = KnowledgeSource.objects.create(
-        source_id="https://docs.example.com/guide", title="Guide", kind="text", content="Plain <b>text</b>.\n\nSecond paragraph.", content_hash="x"
+        source_id="https://docs.example.com/guide",
+        title="Guide",
+        kind="text",
+        content="Plain <b>text</b>.\n\nSecond paragraph.",
+        content_hash="x",
     )
     assert row.url == "https://docs.example.com/guide"
     client = Client()
     client.force_login(alice)
     html = client.get(f"/kb/sources/{row.pk}/").content.decode()
-    assert 'href="https://docs.example.com/guide"' in html and "Plain &lt;b&gt;text&lt;/b&gt;." in html and "<p>Second paragraph.</p>" in html
+    assert (
+        'href="https://docs.example.com/guide"' in html and "Plain &lt;b&gt;text&lt;/b&gt;." in html and "<p>Second paragraph.</p>" in html
+    )
 
 
 def test_metrics_are_forbidden_to_anonymous_and_non_staff_users(alice):
@@ -98,4 +105,3 @@ def test_links_between_indexed_documents_open_their_source_pages(user_guide, ali
     client.force_login(alice)
     html = client.get(f"/kb/sources/{start.pk}/").content.decode()
     assert f'href="/kb/sources/{target.pk}/"' in html and 'href="connecting-your-own-model.md"' not in html
-

@@ -68,3 +68,39 @@ def test_error_reply(fake_openai: FakeOpenAI, reply: Reply) -> None:
     fake_openai.script(reply)
     status, text = post(fake_openai, {"model": "m", "messages": []})
     assert status == 418 and json.loads(text)["error"]["message"] == "teapot"
+
+
+def test_a_stall_sends_the_headers_then_waits_then_finishes(fake_openai: FakeOpenAI) -> None:
+    import http.client
+    import time
+
+    fake_openai.script(Reply.text("a b c", stall_after=2, stall_seconds=0.5))
+    conn = http.client.HTTPConnection("127.0.0.1", fake_openai.port, timeout=5)
+    started = time.monotonic()
+    conn.request("POST", "/v1/chat/completions", body=json.dumps({"model": "m", "messages": [], "stream": True}))
+    response = conn.getresponse()
+    assert response.status == 200 and time.monotonic() - started < 0.4  # headers at once
+    body = response.read().decode()
+    assert time.monotonic() - started >= 0.5  # the body waited out the stall
+    assert body.rstrip().endswith("data: [DONE]") and '"content": " c"' in body
+    conn.close()
+
+
+def test_a_hang_answers_nothing_and_does_not_hold_up_stop() -> None:
+    import socket
+    import time
+
+    fake = FakeOpenAI(default=Reply.hang()).start()
+    with socket.create_connection(("127.0.0.1", fake.port)) as sock:
+        body = b'{"model": "m", "messages": []}'
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body)
+        )
+        sock.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            sock.recv(1)
+        started = time.monotonic()
+        fake.stop()
+        assert time.monotonic() - started < 2
+    assert len(fake.requests) == 1

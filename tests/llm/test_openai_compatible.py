@@ -92,9 +92,7 @@ async def test_complete_sends_tools_and_history_and_returns_tool_calls(fake_open
     result = await client.complete(history, tools=[tool])
 
     assert result.finish_reason == "tool_calls"
-    assert [(c.id, c.name, json.loads(c.arguments)) for c in result.tool_calls] == [
-        ("call_a", "create_task", {"title": "Buy milk"})
-    ]
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in result.tool_calls] == [("call_a", "create_task", {"title": "Buy milk"})]
     sent = fake_openai.requests[0]
     assert sent["tools"] == [{"type": "function", "function": tool.model_dump()}]
     assert sent["messages"][2] == {
@@ -128,9 +126,7 @@ async def test_stream_yields_deltas_then_done(fake_openai: FakeOpenAI) -> None:
 async def test_stream_assembles_two_fragmented_tool_calls(fake_openai: FakeOpenAI) -> None:
     args_a = {"title": "Write the quarterly report", "due": "2025-01-31", "tags": ["work", "q4"]}
     args_b = '{"query": "budget notes"}'
-    fake_openai.script(
-        Reply.tool_call("create_task", args_a, id="call_a").and_tool_call("search_notes", args_b, id="call_b")
-    )
+    fake_openai.script(Reply.tool_call("create_task", args_a, id="call_a").and_tool_call("search_notes", args_b, id="call_b"))
     events = await collect(make_client(fake_openai))
 
     assert not any(isinstance(e, TextDelta) for e in events)
@@ -202,14 +198,16 @@ async def test_stream_bad_request_not_retried(fake_openai: FakeOpenAI) -> None:
     assert len(fake_openai.requests) == 1
 
 
-async def test_stream_slow_chunks_time_out(fake_openai: FakeOpenAI) -> None:
-    fake_openai.default = Reply.text("a b c d e f g h", chunk_delay=0.1)
+async def test_stream_stalled_between_chunks_times_out(fake_openai: FakeOpenAI) -> None:
+    # Chunks 0.1 s apart are fine; a long silence after the third is not (idle limit 0.75 s).
+    fake_openai.default = Reply.text("a b c d e f g h", chunk_delay=0.1, stall_after=3, stall_seconds=30)
     started = time.monotonic()
     with pytest.raises(LLMError) as info:
-        await collect(make_client(fake_openai, timeout_seconds=0.25, max_retries=1))
+        await collect(make_client(fake_openai, timeout_seconds=5, idle_timeout_seconds=0.75, max_retries=1))
     assert info.value.kind == "timeout"
+    assert info.value.user_message == "The model stopped sending its answer for 0.75 s."
     assert len(fake_openai.requests) == 2
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 8  # two idle limits, not the stall nor the 5 s first-token limit
 
 
 async def test_stream_garbage_is_invalid_response(fake_openai: FakeOpenAI) -> None:
@@ -298,8 +296,8 @@ async def test_auth_error_not_retried_and_key_redacted(fake_openai: FakeOpenAI, 
 
 
 async def test_timeout_is_retried_then_reported(fake_openai: FakeOpenAI) -> None:
-    fake_openai.default = Reply.text("too late", delay=1.0)
-    client = make_client(fake_openai, timeout_seconds=0.2, max_retries=2)
+    fake_openai.default = Reply.hang()
+    client = make_client(fake_openai, timeout_seconds=1.0, max_retries=2)
     started = time.monotonic()
     with pytest.raises(LLMError) as info:
         await client.complete(MESSAGES)
@@ -307,9 +305,9 @@ async def test_timeout_is_retried_then_reported(fake_openai: FakeOpenAI) -> None
 
     assert info.value.kind == "timeout" and info.value.retryable
     assert info.value.attempts == 3
-    assert info.value.user_message == "The model did not answer within 0.2 s."
+    assert info.value.user_message == "The model did not answer within 1 s."
     assert len(fake_openai.requests) == 3
-    assert 0.6 <= elapsed < 1.5
+    assert 3.0 <= elapsed < 8
 
 
 async def test_per_call_timeout_overrides_default(fake_openai: FakeOpenAI) -> None:
@@ -339,9 +337,7 @@ async def test_endpoint_down_is_connection_error() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     base_url = f"http://127.0.0.1:{port}/v1"
-    client = OpenAICompatibleClient(
-        base_url=base_url, api_key=API_KEY, model="m", timeout_seconds=1, max_retries=1, backoff_base=0.01
-    )
+    client = OpenAICompatibleClient(base_url=base_url, api_key=API_KEY, model="m", timeout_seconds=1, max_retries=1, backoff_base=0.01)
     for call in (client.complete(MESSAGES), collect(client)):
         with pytest.raises(LLMError) as info:
             await call

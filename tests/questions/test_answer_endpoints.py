@@ -1,4 +1,5 @@
 """Answering over HTTP (works without the websocket): validation, 404, 409, nothing written on error."""
+
 import datetime as dt
 
 import pytest

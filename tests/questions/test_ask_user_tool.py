@@ -1,4 +1,5 @@
 """ask_user through the real agent loop and a fake model: validation, limits, what the model gets."""
+
 import json
 
 import pytest
@@ -54,7 +55,10 @@ def ask(*questions, **extra):
         ({**GOOD, "options": [{"label": "Only one"}]}, "questions.0.options: List should have at least 2 items"),
         ({**GOOD, "options": [{"label": str(i)} for i in range(7)]}, "questions.0.options: List should have at most 6 items"),
         ({**GOOD, "options": [{"label": "Atlas"}, {"label": " "}]}, "questions.0.options.1.label: String should have at least 1 character"),
-        ({**GOOD, "options": [{"label": "Atlas"}, {"label": "y" * 201}]}, "questions.0.options.1.label: String should have at most 200 characters"),
+        (
+            {**GOOD, "options": [{"label": "Atlas"}, {"label": "y" * 201}]},
+            "questions.0.options.1.label: String should have at most 200 characters",
+        ),
         ({**GOOD, "placeholder": "p" * 101}, "questions.0.placeholder: String should have at most 100 characters"),
         ({**GOOD, "options": [{"label": "Atlas"}, {"label": "atlas"}]}, "option labels must be distinct"),
         ({**GOOD, "timeout_seconds": 1}, "timeout_seconds: Input should be greater than or equal to 5"),
@@ -84,7 +88,7 @@ async def test_a_valid_ask_ends_the_turn_and_waits(model, alice):
     questions = await database_sync_to_async(lambda: list(PendingQuestion.objects.order_by("position")))()
     assert [q.question for q in questions] == ["Which project?", "Which colour?"]
     assert questions[0].deadline is not None and questions[1].deadline is None  # one at a time
-    assert questions[0].timeout_seconds == 300  # seed 000's five minutes for a plain ask
+    assert questions[0].timeout_seconds == 300  # the five-minute default for a plain ask
     assert await database_sync_to_async(services.needs_reply)(conversation_id=conversation.pk) is False
 
 

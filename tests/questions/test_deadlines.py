@@ -1,4 +1,5 @@
 """Deadlines: stored, extended by pauses (capped), enforced by the server exactly once."""
+
 import datetime as dt
 import json
 
@@ -10,6 +11,7 @@ from chat import answering, deadlines
 from chat.models import Message
 from questions import services
 from questions.models import PendingQuestion
+from tests.fake_openai import Reply
 from tests.questions.test_answer_endpoints import make_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -128,7 +130,9 @@ async def test_a_destructive_confirmation_never_defaults_to_yes(alice):
     question = await database_sync_to_async(group.questions.get)()
     await database_sync_to_async(PendingQuestion.objects.filter(pk=question.pk).update)(destructive=True, default_indexes=[0])
     # Even a guess of "yes" is not kept as the default…
-    await database_sync_to_async(services.record_guess)(question_id=question.pk, ranking=[{"index": 0, "confidence": 0.99, "reasoning": "sure"}])
+    await database_sync_to_async(services.record_guess)(
+        question_id=question.pk, ranking=[{"index": 0, "confidence": 0.99, "reasoning": "sure"}]
+    )
     assert (await fresh(question)).default_indexes == [0]  # unchanged by the guess (destructive)
     # …and expiry applies nothing at all.
     await set_deadline(question, -1)
@@ -146,3 +150,22 @@ async def test_resolutions_are_counted_by_outcome(question):
     await answering.expire(question.pk)
     assert QUESTION_RESOLUTIONS.labels(outcome="timeout_none")._value.get() == before + 1
     assert QUESTION_ANSWER_SECONDS._sum.get() >= answered_before
+
+
+def test_the_sweep_command_expires_overdue_questions_once(question, model_endpoint):
+    """`manage.py sweep_questions --once`: the deployment's single-process sweep."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    model_endpoint.script(Reply.text("Noted: no answer."))
+    PendingQuestion.objects.filter(pk=question.pk).update(deadline=timezone.now() - dt.timedelta(seconds=1))
+    out = StringIO()
+    call_command("sweep_questions", "--once", stdout=out)
+    assert "expired 1 question(s)" in out.getvalue()
+    assert PendingQuestion.objects.get(pk=question.pk).status == "timed_out"
+    assert Message.objects.filter(role="tool").count() == 1
+    # The continuation ran: the model got the timed-out answer and replied.
+    assert Message.objects.filter(role="assistant", content="Noted: no answer.").exists()
+    call_command("sweep_questions", "--once", stdout=(again := StringIO()))
+    assert again.getvalue() == "" and Message.objects.filter(role="tool").count() == 1

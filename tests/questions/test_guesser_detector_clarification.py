@@ -1,4 +1,5 @@
-"""Seed 001's guesser and detector, seed 002's clarification: offline rules and the model path."""
+"""The answer guesser, the question detector and clarification: offline rules and the model path."""
+
 import pytest
 from channels.db import database_sync_to_async
 
@@ -27,7 +28,16 @@ def test_offline_guesser_ranks_by_what_the_conversation_mentions():
 
 
 async def test_model_guesser_uses_structured_output(fake_openai):
-    fake_openai.script(Reply.json({"ranking": [{"index": 2, "confidence": 0.8, "reasoning": "Weekend errands"}, {"index": 0, "confidence": 0.6, "reasoning": "x"}]}))
+    fake_openai.script(
+        Reply.json(
+            {
+                "ranking": [
+                    {"index": 2, "confidence": 0.8, "reasoning": "Weekend errands"},
+                    {"index": 0, "confidence": 0.6, "reasoning": "x"},
+                ]
+            }
+        )
+    )
     ranking = await guesser.rank_options(client=client_for(fake_openai), question="Which project?", options=OPTIONS, context="")
     assert [r["index"] for r in ranking] == [2, 0]
     assert abs(sum(r["confidence"] for r in ranking) - 1) < 1e-9  # normalised: 0.8 + 0.6 > 1
@@ -131,10 +141,11 @@ async def test_guesses_swap_into_the_card_and_become_the_default(model, settings
     frames = await frames_of_turn(socket)
     (question,) = await rows(PendingQuestion)
     assert question.default_indexes == [1] and question.options[1]["confidence"] == 0.72
-    assert "72%" in frames and 'title="You mentioned the app"' in frames
-    # The most likely option is shown first, keeping its own letter.
+    assert "72%" in frames and "You mentioned the app" not in frames  # the guesser's reasons stay internal
+    # The options keep the order they were asked in, so their keys never move: Harbor stays b.
     card = frames.split("72%")[0]
-    assert card.rfind('data-key="b"') > card.rfind('class="options"')
+    assert card.rfind('data-key="b"') > card.rfind('data-key="a"') > card.rfind('class="options"')
+    assert "Default <strong>b · Harbor</strong> applies in" in frames.split("72%")[1]
     await socket.disconnect()
 
 
@@ -178,7 +189,7 @@ async def test_model_clarification_asks_then_continues_with_the_enhanced_request
     await socket.connect()
     await socket.send_to(text_data=form_frame(action="send_message", message="archive the project"))
     frames = await frames_of_turn(socket)
-    assert "Show reasoning" in frames and "Archive a project" in frames
+    assert "Why I'm asking" in frames and "Archive a project" in frames
     await socket.send_to(text_data=form_frame(action="send_message", message="b"))
     await frames_of_turn(socket)
     derived = (await rows(services.Message, role="user"))[-1]

@@ -1,6 +1,6 @@
 import pytest
 
-from questions.shorthand import Parsed, ShorthandAnswer, ShorthandError, Slot, looks_like_shorthand, parse
+from questions.shorthand import Parsed, ShorthandAnswer, ShorthandError, Slot, answers_the_card, label_index, looks_like_shorthand, parse
 
 THREE = [Slot(1, 4, False, True), Slot(2, 3, False, True), Slot(3, 3, True, True)]
 
@@ -54,3 +54,59 @@ def test_bare_letters_answer_the_unanswered_questions_in_order():
 )
 def test_looks_like_shorthand(text, expected):
     assert looks_like_shorthand(text) is expected
+
+
+def test_letters_follow_the_order_the_card_shows():
+    # Guesses put option 2 first, then 0, then 1: "a" is the first option shown.
+    slots = [Slot(1, 3, False, True, order=(2, 0, 1)), Slot(2, 2, True, True, order=(1, 0))]
+    assert parse("1a 2ab", slots).answers == (ShorthandAnswer(1, (2,)), ShorthandAnswer(2, (1, 0)))
+    assert parse("c", slots).answers == (ShorthandAnswer(1, (1,)),)
+
+
+# --- the rule: a new request or an answer to the pending card? ---------------------------------
+
+LABELS = ["Delete completed tasks", "Review open tasks", "Review work in progress"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "b", "B", "1a 2b", "2ac", "skip", "s", "2", "12",  # keys, shorthand, numbers
+        "Review open tasks", "review open tasks.", "  DELETE COMPLETED TASKS ",  # a label as written
+    ],
+)  # fmt: skip
+def test_keys_digits_shorthand_and_labels_answer_any_card(text):
+    assert answers_the_card(text, option_labels=LABELS, allow_custom=False)
+    assert answers_the_card(text, option_labels=LABELS, allow_custom=True)
+
+
+@pytest.mark.parametrize("text", ["the old ones", "only Atlas", "from the station", "both, I think", "Morning"])
+def test_short_replies_answer_a_card_that_takes_typed_answers(text):
+    assert answers_the_card(text, option_labels=LABELS, allow_custom=True)
+    # …and pass a card that only takes its options: they go to the chat as messages.
+    assert not answers_the_card(text, option_labels=LABELS, allow_custom=False)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "clean up my tasks",
+        "delete all my completed tasks",
+        "what's due this week",
+        "Show my notes about the launch",
+        "is Atlas on track?",
+        "move the design tasks to Project Atlas and tell me what is left over",
+        "first line\nsecond line",
+        "x" * 81,
+        "",
+        "   ",
+    ],
+)
+def test_new_requests_go_through_as_messages(text):
+    assert not answers_the_card(text, option_labels=LABELS, allow_custom=True)
+    assert not answers_the_card(text, option_labels=LABELS, allow_custom=False)
+
+
+def test_label_index_matches_the_label_as_written():
+    assert label_index("review work in progress!", LABELS) == 2
+    assert label_index("review", LABELS) is None

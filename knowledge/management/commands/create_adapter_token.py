@@ -1,4 +1,5 @@
 """`manage.py create_adapter_token NAME`: a bearer token for POST /api/v1/reply, printed once."""
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError

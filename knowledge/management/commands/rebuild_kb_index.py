@@ -1,5 +1,10 @@
 """`manage.py rebuild_kb_index [--force]`: re-read the knowledge sources, summarise the new and
-changed ones, publish the new index when complete. Exits non-zero when any source failed."""
+changed ones, publish the new index when complete. Exits non-zero when any source failed.
+
+It runs as a rebuild job (knowledge.models.RebuildJob), like the admin's button: the admin shows
+its progress and outcome, and a rebuild that an earlier run left unfinished is reported and its
+finished summaries reused. `--status` only reports the latest job."""
+
 from __future__ import annotations
 
 import time
@@ -7,6 +12,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 
 from knowledge import services
+from knowledge.models import RebuildJob
 from knowledge.services import RebuildProgress
 from knowledge.sources import SourceFolderMissing
 
@@ -52,22 +58,21 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--force", action="store_true", help="Summarise every source again, changed or not.")
+        parser.add_argument("--status", action="store_true", help="Report the latest rebuild (any process's) and exit.")
 
-    def handle(self, *args, force: bool, **options):
+    def handle(self, *args, force: bool, status: bool, **options):
+        if status:
+            self._report_status()
+            return
         bar = ProgressBar(self.stderr)
         try:
-            report = services.rebuild_kb_index(force=force, progress=bar)
+            job = services.request_rebuild(force=force, via="command")
+            report = services.run_rebuild_job(job_id=job.pk, progress=bar)
         except services.RebuildAlreadyRunning as exc:
             raise CommandError(f"{exc} Nothing was changed.") from exc
         except SourceFolderMissing as exc:
             raise CommandError(f"{exc} The current index stays in service.") from exc
-        index = report.index
-        state = "new index published" if report.index_changed else "index unchanged"
-        self.stdout.write(
-            f"Knowledge base: {report.discovered} sources read, {report.summarised} summarised, "
-            f"{report.reused} unchanged, {report.removed} removed, {len(report.failures)} failed; "
-            f"{state} ({index.source_count if index else 0} sources listed) in {report.seconds:.1f} s."
-        )
+        self.stdout.write(f"Knowledge base: {services.describe_report(report)}")
         if report.failures:
             for failure in report.failures:
                 self.stderr.write(f"  {failure.source_id}: {failure.error}")
@@ -75,3 +80,19 @@ class Command(BaseCommand):
                 f"{len(report.failures)} source(s) failed; they are retried on the next run "
                 "(sources that failed keep their previous summary, if any)."
             )
+
+    def _report_status(self) -> None:
+        services.fail_stale_rebuild_jobs()
+        job = RebuildJob.objects.first()
+        if job is None:
+            self.stdout.write("No rebuild has been run yet.")
+            return
+        line = f"Rebuild #{job.pk}: {job.get_status_display()}"
+        if job.is_active:
+            line += f", {job.done}/{job.total} summarised" + (f", {job.failed} failed" if job.failed else "")
+            line += f" (on {job.worker or 'no process yet'})"
+        elif job.status == RebuildJob.Status.SUCCEEDED:
+            line += f" at {job.finished_at:%Y-%m-%d %H:%M:%S}: {job.outcome}"
+        else:
+            line += f" at {job.finished_at:%Y-%m-%d %H:%M:%S}: {job.error}"
+        self.stdout.write(line)

@@ -22,7 +22,9 @@ class Command(BaseCommand):
         self.stdout.flush()
         from daphne.cli import CommandLineInterface
 
-        CommandLineInterface().run(["--bind", host, "--port", str(port), "--verbosity", "0", settings.ASGI_APPLICATION.replace(".application", ":application")])
+        CommandLineInterface().run(
+            ["--bind", host, "--port", str(port), "--verbosity", "0", settings.ASGI_APPLICATION.replace(".application", ":application")]
+        )
 
     def _index_knowledge_base(self) -> None:
         # Only new and changed sources are summarised, so this is quick after the first run. A

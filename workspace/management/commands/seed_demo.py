@@ -1,4 +1,5 @@
 """`manage.py seed_demo`: a demo user with a realistic workspace, for exploring a local install."""
+
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
@@ -19,8 +20,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--password",
             default=None,
-            help=f"Password; default {DEFAULT_PASSWORD!r} for a new user. "
-            "Given explicitly, it is also set on an existing user.",
+            help=f"Password; default {DEFAULT_PASSWORD!r} for a new user. Given explicitly, it is also set on an existing user.",
         )
 
     def handle(self, *args, username: str, password: str | None, **options):
@@ -40,9 +40,7 @@ class Command(BaseCommand):
             else:
                 counts = seed_demo_workspace(user=user)
 
-        self.stdout.write(
-            f"Demo workspace: {counts['projects']} projects, {counts['tasks']} tasks, {counts['notes']} notes"
-        )
+        self.stdout.write(f"Demo workspace: {counts['projects']} projects, {counts['tasks']} tasks, {counts['notes']} notes")
         if created or password is not None:
             login = f"Log in as {username} / {password if password is not None else DEFAULT_PASSWORD}"
         else:

@@ -1,0 +1,36 @@
+"""Sending HTML to every open tab of a conversation (its channel-layer group).
+
+The bottom of the chat path: the agent, the answer path and the deadline timers all publish
+through here, and it imports none of them.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+
+from chat import rendering
+from chat.models import Conversation
+from questions import selectors as question_selectors
+
+
+def group_name(conversation_id: uuid.UUID) -> str:
+    return Conversation(pk=conversation_id).group_name
+
+
+async def send(group: str, html: str) -> None:
+    if html:
+        await get_channel_layer().group_send(group, {"type": "broadcast.html", "html": html})
+
+
+def render_group(group_id: uuid.UUID) -> tuple[str, str]:
+    """(card html, channel group) of a question group, as every tab should now show it."""
+    group = question_selectors.group_by_id(group_id=group_id)
+    return rendering.question_group(group), group_name(group.conversation_id)
+
+
+async def publish_group(group_id: uuid.UUID) -> None:
+    html, group = await database_sync_to_async(render_group)(group_id)
+    await send(group, html)

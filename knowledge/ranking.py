@@ -1,0 +1,143 @@
+"""Ranking by rare terms and by section: BM25 over the sections of the knowledge base. No Django.
+
+A question's words are not all worth the same: "digest" names a topic, "http" is on every page of
+an HTTP library's docs. Each term weighs its inverse document frequency (BM25's idf) and a page
+is scored by its best-matching section — the body of the section, the headings above it and the
+page title, the headings and title counting more — plus a little of the page as a whole, so a
+page that answers in one place beats one that mentions each word somewhere.
+
+The same weights decide, in the offline answer step, whether a passage covers the question.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+from knowledge.text import parse_cached, term_list, terms
+
+K1 = 1.2
+B = 0.75
+TITLE_WEIGHT = 2  # a term in the page title counts as two occurrences in the section
+HEADING_WEIGHT = 2  # likewise a term in the headings above the section
+PAGE_SHARE = 1.0  # the page-level BM25 is added to the best section's score
+SECTION_EXTRA = 20  # added to every section's length: a two-line section is not a page
+
+
+@dataclass(frozen=True)
+class RankedPage:
+    source_id: str
+    title: str
+    score: float
+
+
+@dataclass
+class _Section:
+    doc: int
+    tf: Counter[str]  # field-weighted term frequencies (body + headings + title)
+    length: float
+
+
+@dataclass
+class Corpus:
+    """Term statistics of a set of pages, built once per index build and shared by requests."""
+
+    source_ids: list[str] = field(default_factory=list)
+    titles: list[str] = field(default_factory=list)
+    document_frequency: Counter = field(default_factory=Counter)
+    sections: list[_Section] = field(default_factory=list)
+    page_tf: list[Counter] = field(default_factory=list)
+    page_length: list[int] = field(default_factory=list)
+    postings: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))  # term → section numbers
+    page_postings: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    average_section_length: float = 1.0
+    average_page_length: float = 1.0
+    # source_id → (pk, title, content, kind): the offline engine loads its sources from here.
+    pages: dict[str, tuple] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, pages: list[tuple]) -> Corpus:
+        """pages: (source_id, title, content, kind[, pk]) of every indexed page."""
+        corpus = cls()
+        for doc, (source_id, title, content, kind, *rest) in enumerate(pages):
+            corpus.pages[source_id] = (rest[0] if rest else None, title, content, kind)
+            corpus.source_ids.append(source_id)
+            corpus.titles.append(title)
+            document = parse_cached(content, kind)
+            title_terms = term_list(title)
+            page_terms = title_terms + term_list(content)
+            page_tf = Counter(page_terms)
+            corpus.page_tf.append(page_tf)
+            corpus.page_length.append(len(page_terms))
+            corpus.document_frequency.update(set(page_tf))
+            for term in page_tf:
+                corpus.page_postings[term].append(doc)
+            bodies: dict[int, list[str]] = defaultdict(list)
+            for block in document.blocks:
+                bodies[block.section].extend(term_list(block.text if block.kind != "code" else f"{block.lead} {block.text}"))
+            for number, path in enumerate(document.section_headings):
+                body = bodies.get(number, [])
+                if not body and number:
+                    continue
+                tf = Counter(body)
+                for term in set(t for heading in path for t in term_list(heading)):
+                    tf[term] += HEADING_WEIGHT
+                for term in set(title_terms):
+                    tf[term] += TITLE_WEIGHT
+                index = len(corpus.sections)
+                corpus.sections.append(_Section(doc, tf, float(len(body) + SECTION_EXTRA)))
+                for term in tf:
+                    corpus.postings[term].append(index)
+        if corpus.sections:
+            corpus.average_section_length = sum(s.length for s in corpus.sections) / len(corpus.sections)
+        if corpus.page_length:
+            corpus.average_page_length = max(1.0, sum(corpus.page_length) / len(corpus.page_length))
+        return corpus
+
+    @property
+    def size(self) -> int:
+        return len(self.source_ids)
+
+    def idf(self, term: str) -> float:
+        """BM25's idf; a term no page contains weighs the most (it is what the pages lack)."""
+        n = max(1, self.size)
+        df = self.document_frequency.get(term, 0)
+        return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    def weights(self, question: str) -> dict[str, float]:
+        return {term: self.idf(term) for term in query_terms(question)}
+
+    def rank(self, question: str, *, limit: int) -> list[RankedPage]:
+        weights = self.weights(question)
+        if not weights or limit < 1:
+            return []
+        best_section: dict[int, float] = defaultdict(float)
+        section_scores: dict[int, float] = defaultdict(float)
+        for term, weight in weights.items():
+            for index in self.postings.get(term, ()):
+                section = self.sections[index]
+                tf = section.tf[term]
+                norm = K1 * (1 - B + B * section.length / self.average_section_length)
+                section_scores[index] += weight * tf * (K1 + 1) / (tf + norm)
+        for index, score in section_scores.items():
+            doc = self.sections[index].doc
+            best_section[doc] = max(best_section[doc], score)
+        page_scores: dict[int, float] = defaultdict(float)
+        for term, weight in weights.items():
+            for doc in self.page_postings.get(term, ()):
+                tf = self.page_tf[doc][term]
+                norm = K1 * (1 - B + B * self.page_length[doc] / self.average_page_length)
+                page_scores[doc] += weight * tf * (K1 + 1) / (tf + norm)
+        scored = [(best_section[doc] + PAGE_SHARE * page_scores[doc], doc) for doc in best_section]
+        scored.sort(key=lambda pair: (-pair[0], self.source_ids[pair[1]]))
+        return [RankedPage(self.source_ids[doc], self.titles[doc], round(score, 4)) for score, doc in scored[:limit] if score > 0]
+
+
+# Words that frame a question rather than name its topic ("what is the difference between …").
+QUESTION_FRAME = frozenset(terms("difference differences possible example examples mean means happen happens work works"))
+
+
+def query_terms(question: str) -> list[str]:
+    found = [t for t in terms(question) if t not in QUESTION_FRAME]
+    return found or terms(question)

@@ -1,0 +1,20 @@
+"""The PostgreSQL backend, pointed at the embedded server — which starts on first connection.
+
+Settings name this engine when no DATABASE_URL is configured. Importing settings, loading the
+models (Django builds connection objects then) and commands that never query (`help`, `check`,
+`makemigrations --check`) start nothing; the first real connection starts (or reuses) the server
+in `DATA_DIR/postgres` and fills in its host and port. Code that opens its own connections from
+`connection.settings_dict` calls `embedded_address()` first.
+"""
+
+from __future__ import annotations
+
+from django.db.backends.postgresql import base as postgresql
+
+from project.embedded_pg import resolve_address
+
+
+class DatabaseWrapper(postgresql.DatabaseWrapper):
+    def get_connection_params(self):
+        resolve_address(self.settings_dict)
+        return super().get_connection_params()

@@ -1,0 +1,207 @@
+"""Accessibility: axe-core (vendored from the npm registry, tests/e2e/vendor/) finds no serious or
+critical violation on the login page, the chat page with every card state, and the phone layout;
+the chat is usable with the keyboard alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from chat import services as chat_services
+from questions import services as question_services
+from questions.models import QuestionGroup
+from questions.schemas import AnswerInput, AskUserArgs
+from tests.e2e.conftest import log_in, wait_for_socket
+from workspace.demo_content import seed_demo_workspace
+
+pytestmark = pytest.mark.e2e
+
+AXE = Path(__file__).resolve().parent / "vendor" / "axe-4.14.1.min.js"
+PASSWORD = "correct-horse"
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 800}
+
+
+def serious_violations(page) -> list[dict]:
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate(
+        """async () => {
+            const result = await axe.run(document, {resultTypes: ["violations"]});
+            return result.violations
+              .filter(v => v.impact === "serious" || v.impact === "critical")
+              .map(v => ({id: v.id, impact: v.impact, help: v.help,
+                          nodes: v.nodes.slice(0, 5).map(n => n.target.join(" ") + " :: " + (n.failureSummary || ""))}));
+        }"""
+    )
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(("light", DESKTOP), id="desktop"),
+        pytest.param(("dark", DESKTOP), id="desktop-dark"),
+        pytest.param(("light", PHONE), id="phone"),
+    ]
+)
+def context(request, browser):
+    scheme, viewport = request.param
+    # bypass_csp: axe is injected as a script tag, which the page's own policy rightly refuses.
+    ctx = browser.new_context(viewport=viewport, color_scheme=scheme, bypass_csp=True, is_mobile=viewport is PHONE)
+    ctx.set_default_timeout(10_000)
+    yield ctx
+    ctx.close()
+
+
+def user_page(context, base_url: str, username: str):
+    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
+    page = context.new_page()
+    log_in(page, base_url, username, PASSWORD)
+    wait_for_socket(page)
+    return user, page
+
+
+def test_login_page(live_url, context):
+    page = context.new_page()
+    page.goto(f"{live_url}/login/")
+    assert serious_violations(page) == []
+    page.fill("#id_username", "nobody")
+    page.fill("#id_password", "wrong-password")
+    page.click("button[type=submit]")
+    expect(page.get_by_role("alert")).to_be_visible()
+    assert serious_violations(page) == []
+
+
+def test_chat_page_empty_and_with_a_reply(live_url, context):
+    _, page = user_page(context, live_url, "abe")
+    expect(page.get_by_role("heading", level=1)).to_have_count(1)
+    assert serious_violations(page) == []
+    page.fill("#composer-input", "What's in progress?")
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant .message-body.markdown")).to_have_count(1, timeout=20_000)
+    assert serious_violations(page) == []
+
+
+def ask(user, conversation, *, kind=QuestionGroup.Kind.ASK, n=1):
+    message = chat_services.post_user_message(user=user, conversation_id=conversation.pk, content="which one?")
+    spec = {"question": "Which project?", "options": [{"label": "Atlas", "description": "The launch"}, {"label": "Harbor"}, {"label": "Home"}],
+            "allow_custom": True}  # fmt: skip
+    args = AskUserArgs.model_validate({"questions": [spec] * n})
+    return question_services.ask(
+        user=user, conversation_id=conversation.pk, kind=kind, specs=args.questions, tool_call_id=f"call_{conversation.pk.hex[:6]}",
+        tool_name="ask_user", payload={"in_reply_to_id": message.pk}, default_indexes=[[0]] * n,
+    )  # fmt: skip
+
+
+def test_every_card_state(live_url, context):
+    user, page = user_page(context, live_url, "bea")
+    states = {}
+    for state in ("pending", "answered", "timed_out", "cancelled"):
+        conversation = chat_services.start_conversation(user=user)
+        group = ask(user, conversation, n=2 if state == "pending" else 1)
+        question = group.questions.order_by("position").first()
+        if state == "answered":
+            question_services.answer(user=user, question_id=question.pk, answer=AnswerInput(selected_indexes=[1]), via="option")
+        elif state == "timed_out":
+            question_services.expire_if_due(question_id=question.pk, now=timezone.now() + timezone.timedelta(hours=1))
+        elif state == "cancelled":
+            question_services.skip_group(user=user, group_id=group.pk)
+        states[state] = conversation
+    for state, conversation in states.items():
+        page.goto(f"{live_url}/chat/{conversation.pk}/")
+        expect(page.locator(".question-card")).to_have_count(1)
+        assert serious_violations(page) == [], state
+
+
+def test_phone_drawer_open(live_url, browser):
+    ctx = browser.new_context(viewport=PHONE, bypass_csp=True, is_mobile=True)
+    ctx.set_default_timeout(10_000)
+    try:
+        _, page = user_page(ctx, live_url, "cal")
+        page.get_by_role("button", name="Show conversations").click()
+        expect(page.locator("#sidebar")).to_be_in_viewport()
+        assert serious_violations(page) == []
+    finally:
+        ctx.close()
+
+
+# --- keyboard only ---------------------------------------------------------------------------------
+
+
+def tab_until(page, predicate_js: str, *, limit: int = 60, shift: bool = False) -> None:
+    for _ in range(limit):
+        page.keyboard.press("Shift+Tab" if shift else "Tab")
+        if page.evaluate(f"(() => {{ const el = document.activeElement; return {predicate_js}; }})()"):
+            return
+    raise AssertionError(f"no element matching {predicate_js} reached with the keyboard")
+
+
+def test_keyboard_only_login_chat_rename_and_a_card(live_url, browser):
+    ctx = browser.new_context(viewport=DESKTOP)
+    ctx.set_default_timeout(10_000)
+    try:
+        user = get_user_model().objects.create_user(username="dee", password=PASSWORD)
+        seed_demo_workspace(user=user)
+        page = ctx.new_page()
+        page.goto(f"{live_url}/login/")
+        expect(page.locator("#id_username")).to_be_focused()
+        page.keyboard.type("dee")
+        page.keyboard.press("Tab")
+        page.keyboard.type(PASSWORD)
+        page.keyboard.press("Enter")
+        page.wait_for_url(f"{live_url}/chat/*/")
+        wait_for_socket(page)
+
+        # The message box has focus on arrival; the skip link (first in the page) leads back to it.
+        expect(page.locator("#composer-input")).to_be_focused()
+        tab_until(page, "el.classList.contains('skip-link')", shift=True)
+        page.keyboard.press("Enter")
+        expect(page.locator("#composer-input")).to_be_focused()
+        page.keyboard.type("clean up my tasks")
+        page.keyboard.press("Enter")
+        card = page.locator(".question-clarify .question-pending")
+        expect(card).to_have_count(1, timeout=20_000)
+
+        # Answer the card's first question with Tab and Enter only.
+        tab_until(page, "el.classList.contains('option')")
+        chosen = page.evaluate("document.activeElement.innerText")
+        page.keyboard.press("Enter")
+        expect(page.locator(".question-clarify .question-progress")).to_contain_text("2 of 2")
+        assert chosen
+
+        # Rename with the keyboard.
+        tab_until(page, "el.textContent.trim() === 'Rename'", shift=True)
+        page.keyboard.press("Enter")
+        expect(page.get_by_label("Conversation title")).to_be_focused()
+        page.keyboard.press("Control+A")
+        page.keyboard.type("Keyboard only")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Keyboard only")
+
+        # The delete dialog traps focus on Cancel and Escape closes it.
+        tab_until(page, "el.textContent.trim() === 'Delete'")
+        page.keyboard.press("Enter")
+        dialog = page.get_by_role("dialog")
+        expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+        page.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+    finally:
+        ctx.close()
+
+
+def test_keyboard_opens_and_closes_the_phone_drawer(live_url, browser):
+    ctx = browser.new_context(viewport=PHONE, is_mobile=True)
+    ctx.set_default_timeout(10_000)
+    try:
+        _, page = user_page(ctx, live_url, "eve")
+        tab_until(page, "el.dataset.drawerOpen !== undefined", shift=True)
+        page.keyboard.press("Enter")
+        expect(page.locator("#sidebar")).to_be_in_viewport()
+        expect(page.get_by_role("button", name="New conversation")).to_be_focused()
+        page.keyboard.press("Escape")
+        expect(page.locator("#sidebar")).not_to_be_in_viewport()
+        expect(page.get_by_role("button", name="Show conversations")).to_be_focused()
+    finally:
+        ctx.close()

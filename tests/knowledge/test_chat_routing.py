@@ -1,0 +1,60 @@
+"""The three chat questions of the knowledge-quality issue, through a real chat turn (offline engine)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from channels.db import database_sync_to_async
+
+from chat import services
+from chat.agent import wait_for_running_turns
+from knowledge import services as knowledge_services
+from tests.websocket import form_frame, open_socket
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DECLINED = "The knowledge base doesn't cover that"
+
+
+@pytest.fixture
+def user_guide(db):
+    report = knowledge_services.rebuild_kb_index()
+    assert report.ok
+    return report
+
+
+async def ask(user, text: str, *, timeout: float = 60.0):
+    """Send a message over the websocket and wait until the assistant's reply is stored."""
+    conversation = await database_sync_to_async(services.start_conversation)(user=user)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=user)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="send_message", message=text))
+
+    def reply():
+        return services.Message.objects.filter(conversation=conversation, role="assistant").exclude(content="").order_by("id").last()
+
+    async with asyncio.timeout(timeout):
+        while (found := await database_sync_to_async(reply)()) is None:
+            await asyncio.sleep(0.05)  # polling a condition, with a generous overall timeout
+    await wait_for_running_turns()
+    await socket.disconnect()
+    return found
+
+
+async def test_a_sql_question_naming_postgresql_goes_to_the_knowledge_base_not_the_projects(alice, user_guide):
+    reply = await ask(alice, "What's the difference between a LEFT JOIN and an INNER JOIN in PostgreSQL?")
+    assert reply.content.startswith(DECLINED)
+    assert "project" not in reply.content.split(".")[0].lower()
+
+
+async def test_how_to_export_tasks_is_a_question_not_a_task_list(alice, user_guide):
+    reply = await ask(alice, "how do I export my tasks to CSV?")
+    assert reply.content.startswith(DECLINED)
+
+
+async def test_running_clarion_with_ollama_cites_the_ollama_section(alice, user_guide):
+    reply = await ask(alice, "how do I run Clarion with Ollama?")
+    assert "11434" in reply.content and "[1]" in reply.content
+    citation = reply.metadata["citations"][0]
+    assert citation["source_id"] == "docs/user-guide/connecting-your-own-model.md"

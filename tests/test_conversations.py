@@ -1,0 +1,134 @@
+"""Conversation list management: titles, reuse of the empty conversation, rename, delete, search,
+stop and regenerate requests — each scoped to the acting user (another user's id is a 404)."""
+
+import pytest
+from django.urls import reverse
+
+from chat import selectors, services
+from chat.models import Conversation, Message
+
+pytestmark = pytest.mark.django_db
+
+
+def with_message(user, text="hello", title=None):
+    conversation = services.start_conversation(user=user)
+    services.post_user_message(user=user, conversation_id=conversation.pk, content=text)
+    if title:
+        Conversation.objects.filter(pk=conversation.pk).update(title=title)
+    return conversation
+
+
+@pytest.mark.parametrize(
+    "text, title",
+    [
+        ("Plan the launch", "Plan the launch"),
+        ("what's in progress?", "what's in progress"),
+        ("please list every single task that is still open in Atlas", "please list every single task that…"),
+        ("  many   spaces\nand lines  ", "many spaces and lines"),
+        ("x" * 300, "x" * 59 + "…"),
+    ],
+)
+def test_title_is_the_first_words_of_the_first_message(alice, text, title):
+    conversation = with_message(alice, text)
+    conversation.refresh_from_db()
+    assert conversation.title == title
+
+
+def test_empty_conversation_is_reused_not_piled_up(alice, bob):
+    first = services.open_blank_conversation(user=alice)
+    assert services.open_blank_conversation(user=alice).pk == first.pk
+    assert services.open_blank_conversation(user=bob).pk != first.pk  # never another user's
+    services.post_user_message(user=alice, conversation_id=first.pk, content="hi")
+    second = services.open_blank_conversation(user=alice)
+    assert second.pk != first.pk
+    assert Conversation.objects.filter(owner=alice).count() == 2
+
+
+def test_rename_validates_and_is_scoped(client, alice, bob):
+    conversation = with_message(alice, title="Old")
+    client.force_login(alice)
+    url = reverse("chat:rename", args=[conversation.pk])
+    for bad, error in [("   ", "A title cannot be empty."), ("y" * 121, "the limit is 120")]:
+        response = client.post(url, {"title": bad})
+        assert response.status_code == 422 and error.encode() in response.content
+    conversation.refresh_from_db()
+    assert conversation.title == "Old"
+    response = client.post(url, {"title": "  New   name "})
+    assert response.status_code == 200 and b"New name" in response.content
+    conversation.refresh_from_db()
+    assert conversation.title == "New name"
+
+    client.force_login(bob)
+    assert client.post(url, {"title": "Hijacked"}).status_code == 404
+    assert client.get(url).status_code == 404
+    conversation.refresh_from_db()
+    assert conversation.title == "New name"
+
+
+def test_delete_is_post_only_and_scoped(client, alice, bob):
+    conversation = with_message(alice)
+    url = reverse("chat:delete", args=[conversation.pk])
+    client.force_login(bob)
+    assert client.post(url).status_code == 404
+    client.force_login(alice)
+    assert client.get(url).status_code == 405
+    assert Conversation.objects.filter(pk=conversation.pk).exists()
+    response = client.post(url)
+    assert response.status_code == 302 and response["Location"] == reverse("chat:home")
+    assert not Conversation.objects.filter(pk=conversation.pk).exists()
+    assert not Message.objects.filter(conversation_id=conversation.pk).exists()
+
+
+def test_search_matches_title_and_messages_of_the_user_only(client, alice, bob):
+    mine = with_message(alice, "the budget spreadsheet", title="Misc")
+    titled = with_message(alice, "nothing", title="Budget")
+    with_message(alice, "beach")
+    with_message(bob, "budget", title="Budget")
+    found = selectors.conversations_for_user(user=alice, query="BUDGET")
+    assert {c.pk for c in found} == {mine.pk, titled.pk}
+    client.force_login(alice)
+    response = client.get(reverse("chat:search"), {"q": "budget"})
+    assert response.status_code == 200 and response.content.count(b"conversation-link") == 2
+    assert b"No conversations match" in client.get(reverse("chat:search"), {"q": "zebra"}).content
+
+
+def test_stop_request_is_scoped(alice, bob):
+    conversation = with_message(alice)
+    with pytest.raises(Conversation.DoesNotExist):
+        services.request_stop(user=bob, conversation_id=conversation.pk)
+    conversation.refresh_from_db()
+    assert conversation.stop_requested_at is None
+    services.request_stop(user=alice, conversation_id=conversation.pk)
+    conversation.refresh_from_db()
+    assert conversation.stop_requested_at is not None
+
+
+def test_regenerate_removes_only_a_finished_plain_last_reply(alice, bob):
+    conversation = with_message(alice, "what's in progress?")
+    request = conversation.messages.get()
+    with pytest.raises(services.NothingToRegenerate, match="Wait for the reply"):
+        services.prepare_regenerate(user=alice, conversation_id=conversation.pk)
+    reply = services.save_assistant_message(
+        conversation_id=conversation.pk, in_reply_to_id=request.pk, content="Nothing.", tool_calls=[], metadata={}
+    )
+    with pytest.raises(Conversation.DoesNotExist):
+        services.prepare_regenerate(user=bob, conversation_id=conversation.pk)
+    assert services.prepare_regenerate(user=alice, conversation_id=conversation.pk) == [reply.pk]
+    assert services.needs_reply(conversation_id=conversation.pk)
+
+    asking = services.save_assistant_message(
+        conversation_id=conversation.pk, in_reply_to_id=request.pk, content="", metadata={},
+        tool_calls=[{"id": "c1", "name": "propose_operations", "arguments": "{}"}],
+    )  # fmt: skip
+    services.save_tool_result(
+        conversation_id=conversation.pk,
+        in_reply_to_id=request.pk,
+        tool_call_id="c1",
+        tool_name="propose_operations",
+        content="{}",
+        is_error=False,
+    )
+    services.save_assistant_message(conversation_id=conversation.pk, in_reply_to_id=request.pk, content="Done.", tool_calls=[], metadata={})
+    with pytest.raises(services.NothingToRegenerate, match="asked you something"):
+        services.prepare_regenerate(user=alice, conversation_id=conversation.pk)
+    assert Message.objects.filter(pk=asking.pk).exists()

@@ -1,0 +1,68 @@
+"""Confirmed operations apply through workspace.services — one write path — all or nothing."""
+
+import pytest
+
+from project.errors import ClarionError
+from tests.conftest import build_workspace
+from workspace import operations, services
+from workspace.models import Task
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_operation_names_a_service_taking_exactly_its_fields():
+    import inspect
+    import typing
+
+    (union, _) = typing.get_args(operations.Operation)
+    members = typing.get_args(union)
+    assert len(members) == 12
+    for op_model in members:
+        (name,) = typing.get_args(op_model.model_fields["op"].annotation)
+        write = getattr(services, name)
+        params = {p for p in inspect.signature(write).parameters if p != "user"}
+        assert params == set(op_model.model_fields) - {"op"}, name
+
+
+def test_apply_writes_through_the_services_and_reports_counts(alice):
+    ws = build_workspace(alice, tag="a")
+    todo, copy = ws["tasks"][0], ws["tasks"][1]
+    result = operations.apply(
+        user=alice,
+        operations=[
+            {"op": "complete_task", "task_id": todo.pk},
+            {"op": "move_task", "task_id": copy.pk, "project_id": None},
+            {"op": "create_task", "title": "new one", "project_id": ws["projects"][1].pk},
+        ],
+    )
+    assert result == {"applied": 3, "by_operation": {"complete_task": 1, "move_task": 1, "create_task": 1}}
+    assert Task.objects.get(pk=todo.pk).status == "completed"
+    assert Task.objects.get(pk=copy.pk).project_id is None
+    assert Task.objects.get(title="new one").project_id == ws["projects"][1].pk
+
+
+def test_a_row_gone_midway_rejects_the_whole_batch_and_writes_nothing(alice):
+    ws = build_workspace(alice, tag="a")
+    task = ws["tasks"][0]
+    with pytest.raises(operations.OperationRejected) as caught:
+        operations.apply(
+            user=alice,
+            operations=[
+                {"op": "complete_task", "task_id": ws["tasks"][1].pk},
+                {"op": "delete_task", "task_id": task.pk},
+                {"op": "complete_task", "task_id": task.pk},
+            ],
+        )
+    assert isinstance(caught.value, ClarionError) and caught.value.status == 422
+    assert "no longer exists" in caught.value.message and "Nothing was changed" in caught.value.message
+    assert Task.objects.filter(pk=task.pk).exists()  # rolled back
+    assert Task.objects.get(pk=ws["tasks"][1].pk).status == "in_progress"
+
+
+def test_services_refuse_another_users_rows(alice, bob):
+    bobs = build_workspace(bob, tag="b")
+    with pytest.raises(Task.DoesNotExist):
+        services.complete_task(user=alice, task_id=bobs["tasks"][0].pk)
+    with pytest.raises(Task.DoesNotExist):
+        services.delete_task(user=alice, task_id=bobs["tasks"][0].pk)
+    assert Task.objects.get(pk=bobs["tasks"][0].pk).status == "todo"
