@@ -84,8 +84,13 @@ def rename(request: HttpRequest, conversation_id) -> HttpResponse:
     try:
         conversation = services.rename_conversation(user=request.user, conversation_id=conversation.pk, title=title)
     except services.ConversationRejected as exc:
+        if not request.htmx:
+            return redirect("chat:conversation", conversation_id=conversation.pk)
         context = {"conversation": conversation, "editing": True, "title": title, "error": str(exc)}
         return render(request, "chat/_conversation_header.html", context, status=422)
+    if not request.htmx:
+        # Submitted before the page's script took the form over: a plain POST, so go back to the page.
+        return redirect("chat:conversation", conversation_id=conversation.pk)
     header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
     return HttpResponse(header + rendering.conversation_link(conversation))
 

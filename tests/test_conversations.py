@@ -49,20 +49,27 @@ def test_rename_validates_and_is_scoped(client, alice, bob):
     client.force_login(alice)
     url = reverse("chat:rename", args=[conversation.pk])
     for bad, error in [("   ", "A title cannot be empty."), ("y" * 121, "the limit is 120")]:
-        response = client.post(url, {"title": bad})
+        response = client.post(url, {"title": bad}, HTTP_HX_REQUEST="true")
         assert response.status_code == 422 and error.encode() in response.content
     conversation.refresh_from_db()
     assert conversation.title == "Old"
-    response = client.post(url, {"title": "  New   name "})
+    response = client.post(url, {"title": "  New   name "}, HTTP_HX_REQUEST="true")
     assert response.status_code == 200 and b"New name" in response.content
     conversation.refresh_from_db()
     assert conversation.title == "New name"
+    # Submitted before the page script bound the form: a plain POST saves and returns to the page.
+    page = reverse("chat:conversation", args=[conversation.pk])
+    for title, saved in [("   ", "New name"), ("Plain post", "Plain post")]:
+        response = client.post(url, {"title": title})
+        assert response.status_code == 302 and response["Location"] == page
+        conversation.refresh_from_db()
+        assert conversation.title == saved
 
     client.force_login(bob)
     assert client.post(url, {"title": "Hijacked"}).status_code == 404
     assert client.get(url).status_code == 404
     conversation.refresh_from_db()
-    assert conversation.title == "New name"
+    assert conversation.title == "Plain post"
 
 
 def test_delete_is_post_only_and_scoped(client, alice, bob):

@@ -243,6 +243,21 @@
     if (event.target && event.target.id === "composer") { following = true; scrollToEnd(); }
   }, true);
 
+  // A form swapped in moments ago (a card, the rename field) is bound by htmx when the swap
+  // settles. A submit that beats the binding would leave the page as a plain form post; bind the
+  // form and send it the htmx way instead — on the next task, since a form ignores a submit
+  // requested while its own submit event is firing. Once per form, so nothing can loop.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (event.defaultPrevented || !window.htmx || !form.matches("form[hx-post], form[hx-get], form[ws-send]")) return;
+    if (form.dataset.boundOnSubmit) return;
+    event.preventDefault();
+    form.dataset.boundOnSubmit = "1";
+    var submitter = event.submitter || undefined;
+    htmx.process(form);
+    setTimeout(function () { if (form.isConnected) form.requestSubmit(submitter); }, 0);
+  });
+
   // --- countdowns ------------------------------------------------------------------------------
   var clocks = new Map(); // question id → {el, remaining, total, paused, startedAt, fired}
 

@@ -163,6 +163,24 @@ def test_list_has_day_headings_and_short_titles(live_url, browser_context):
     expect(headings).to_have_text(["Today", "Yesterday", expected_old])
 
 
+def test_a_form_submitted_before_htmx_binds_it_is_still_sent_in_place(live_url, browser_context):
+    # A swapped-in form is bound when the swap settles; a fast Enter can beat that. Widen the gap
+    # so the submit always comes first: the page must neither navigate nor drop the submit.
+    user, page = logged_in_page(browser_context, live_url, "una")
+    target = conversation_with(user, "Old name")
+    page.goto(f"{live_url}/chat/{target.pk}/")
+    wait_for_socket(page)
+    page.evaluate("htmx.config.defaultSettleDelay = 3000; window.samePage = true")
+    page.get_by_role("button", name="Rename").click()
+    field = page.get_by_label("Conversation title")
+    field.fill("Fast typist")
+    field.press("Enter")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Fast typist")
+    assert page.evaluate("window.samePage === true"), "the submit reloaded the page"
+    target.refresh_from_db()
+    assert target.title == "Fast typist"
+
+
 def test_rename_with_validation_and_delete_with_confirmation(live_url, browser_context):
     user, page = logged_in_page(browser_context, live_url, "ida")
     keep = conversation_with(user, "Keep me")
