@@ -9,13 +9,16 @@ The shape of a turn, in the order it runs:
 1. `selectors.turn_context` loads everything the turn reads, once, frozen — in the same thread
    hop as the check that a turn is due.
 2. The typing indicator goes out at once — before anything that may wait on a model.
-3. `_clarify`: a fresh, ambiguous request becomes a clarification card and the turn ends.
-4. `_ModelLoop`: call the model, stream its reply, run its tool calls, repeat (bounded).
-5. `_detect_question`: a final reply that asks the person something becomes a card.
+3. `_clarify` and `_ModelLoop` start together. Clarification decides whether a fresh, ambiguous
+   request becomes a card (the turn then ends and the model call is dropped unseen); meanwhile
+   the model loop calls the model, but shows and saves nothing until clarification said "go on".
+   It then streams its reply, runs its tool calls and repeats (bounded).
+4. `_detect_question`: a final reply that asks the person something becomes a card.
 
 Auxiliary model calls (clarification, detector, guesser) get a short budget of their own
-(`LLM_AUX_TIMEOUT_SECONDS`) and fail to "nothing to add", so a hung model costs the person one
-call budget, not three.
+(`LLM_AUX_TIMEOUT_SECONDS`) and fail to "nothing to add". Clarification runs beside the chat
+call rather than before it, so a hung model costs the person one call budget, not two, and a
+working model answers one round trip sooner.
 """
 
 from __future__ import annotations
@@ -125,14 +128,25 @@ async def run_turn(ctx: TurnContext, *, client: LLMClient | None = None) -> None
     begin_turn(conversation_id=ctx.conversation_id)  # every log line of this turn carries its turn_id
     client = client or client_from_settings()
     out = _TurnOutput(ctx)
+    clarifying: asyncio.Task[bool] | None = None
+    answering: asyncio.Task[None] | None = None
     try:
         await out.start_stream()  # at once: whatever waits on a model from here on, the person sees it working
-        if await _clarify(ctx, client=client, out=out):
+        if _may_clarify(ctx):
+            clarifying = asyncio.create_task(_clarify(ctx, client=client, out=out))
+        answering = asyncio.create_task(_ModelLoop(ctx, client=client, out=out, hold=clarifying).run())
+        if clarifying is not None and await clarifying:
+            answering.cancel()  # the card ends the turn; the model call has shown and saved nothing
+            await asyncio.gather(answering, return_exceptions=True)
             return
-        await _ModelLoop(ctx, client=client, out=out).run()
+        await answering
     except Exception:  # a bug must still end the turn visibly, never hang it
         log.exception("turn failed", extra={"conversation": str(ctx.conversation_id)})
         await out.fail(INTERNAL_ERROR, {"kind": "internal"})
+    finally:
+        for task in (clarifying, answering):
+            if task is not None and not task.done():
+                task.cancel()
 
 
 class _TurnOutput:
@@ -181,12 +195,17 @@ async def _auxiliary(call: Awaitable[T], *, purpose: str) -> T | None:
 # --- asking instead of guessing --------------------------------------------------------------
 
 
-async def _clarify(ctx: TurnContext, *, client: LLMClient, out: _TurnOutput) -> bool:
-    """A fresh request below the confidence threshold is asked about first; the turn ends."""
+def _may_clarify(ctx: TurnContext) -> bool:
+    """Only a fresh request is clarified, and only so many rounds in a row."""
     if not settings.CLARIFICATION_ENABLED or ctx.clarification_rounds is None:
         return False
-    if ctx.clarification_rounds >= clarification.MAX_ROUNDS:
-        return False
+    return ctx.clarification_rounds < clarification.MAX_ROUNDS
+
+
+async def _clarify(ctx: TurnContext, *, client: LLMClient, out: _TurnOutput) -> bool:
+    """A fresh request below the confidence threshold is asked about instead; True when a card
+    was shown (the turn then ends)."""
+    assert ctx.clarification_rounds is not None
     analysis = await _auxiliary(
         clarification.analyze(
             client=client, request=ctx.request_text, context=ctx.context_text, projects=list(ctx.projects),
@@ -295,8 +314,10 @@ async def guess_in_background(group_id: uuid.UUID, *, client: LLMClient, context
 class _ModelLoop:
     """Call the model, stream, run tools, repeat — at most AGENT_MAX_LLM_CALLS calls."""
 
-    def __init__(self, ctx: TurnContext, *, client: LLMClient, out: _TurnOutput):
+    def __init__(self, ctx: TurnContext, *, client: LLMClient, out: _TurnOutput, hold: asyncio.Task[bool] | None = None):
         self.ctx, self.client, self.out = ctx, client, out
+        # Clarification still deciding: nothing is shown or saved until it says "go on" (False).
+        self.hold = hold
         self.messages: list[ChatMessage] = list(ctx.messages)
         # The newest tool result's sources: a final reply that cites [n] links them.
         self.citations: tuple[dict, ...] = ()
@@ -339,12 +360,23 @@ class _ModelLoop:
             {"kind": "call_limit"},
         )
 
+    async def _go_on(self) -> None:
+        """Wait, once, for clarification to decide; a card it showed ends this loop unseen."""
+        if self.hold is None:
+            return
+        asked = await self.hold
+        self.hold = None
+        if asked:
+            raise asyncio.CancelledError  # the turn ended with the card
+
     async def _call(self, specs) -> Completion | None:
         started = time.perf_counter()
         try:
             completion = await self._stream(self.client.stream(self.messages, tools=specs))
+            await self._go_on()  # a reply of tool calls only streamed no text
         except LLMError as exc:
             LLM_CALL_SECONDS.labels(purpose="chat", outcome=exc.kind).observe(time.perf_counter() - started)
+            await self._go_on()
             await self.out.fail(exc.user_message, {"kind": exc.kind, "status": exc.status, "attempts": exc.attempts})
             return None
         except stopping.TurnStopped as stopped:  # "Stop generating": keep the partial reply, end the turn
@@ -378,6 +410,7 @@ class _ModelLoop:
         text, flushed, last_flush = "", 0, time.monotonic()
         stop = stopping.StopWatch(self.ctx.conversation_id)
         async for event in events:
+            await self._go_on()
             if isinstance(event, TextDelta):
                 text += event.text
                 if time.monotonic() - last_flush >= STREAM_FLUSH_SECONDS:

@@ -11,6 +11,11 @@ Replies are served FIFO, one per POST /v1/chat/completions. A script entry may b
 `Reply` or a callable `body -> Reply` (body is the parsed JSON request). When the
 queue is empty the server answers with `fake.default` (Reply.text("ok") unless
 configured; set it to None to answer 500 instead, which makes unscripted calls loud).
+
+Calls that run side by side (clarification beside the chat call) arrive in no fixed order, so
+`script_structured` queues replies for structured-output requests (`response_format` set:
+clarification, question detection, option ranking) apart from the rest; while that queue is
+empty, every request is served from the main one.
 """
 
 from __future__ import annotations
@@ -93,6 +98,7 @@ class Reply:
 class _State:
     default: Reply | None
     queue: collections.deque = field(default_factory=collections.deque)
+    structured: collections.deque = field(default_factory=collections.deque)
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -159,6 +165,11 @@ class FakeOpenAI:
         with self._state.lock:
             self._state.queue.extend(replies)
 
+    def script_structured(self, *replies: Reply | Callable[[dict[str, Any]], Reply]) -> None:
+        """Replies for requests that ask for structured output, served before the main queue."""
+        with self._state.lock:
+            self._state.structured.extend(replies)
+
     @property
     def requests(self) -> list[dict[str, Any]]:
         """Parsed JSON bodies of every chat-completions request, in arrival order."""
@@ -173,11 +184,12 @@ class FakeOpenAI:
     @property
     def pending(self) -> int:
         with self._state.lock:
-            return len(self._state.queue)
+            return len(self._state.queue) + len(self._state.structured)
 
     def reset(self) -> None:
         with self._state.lock:
             self._state.queue.clear()
+            self._state.structured.clear()
             self._state.requests.clear()
             self._state.headers.clear()
 
@@ -210,7 +222,10 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.requests.append(body)
             state.headers.append({k.lower(): v for k, v in self.headers.items()})
-            entry = state.queue.popleft() if state.queue else state.default
+            if "response_format" in body and state.structured:
+                entry = state.structured.popleft()
+            else:
+                entry = state.queue.popleft() if state.queue else state.default
             state.counter += 1
             serial = state.counter
         if entry is None:

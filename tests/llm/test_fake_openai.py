@@ -46,6 +46,18 @@ def test_callable_script_sees_the_request(fake_openai: FakeOpenAI) -> None:
     assert json.loads(text)["choices"][0]["message"]["content"] == "echo ping"
 
 
+def test_structured_output_requests_have_their_own_queue(fake_openai: FakeOpenAI) -> None:
+    def content(body: dict) -> str:
+        return json.loads(post(fake_openai, body)[1])["choices"][0]["message"]["content"]
+
+    fake_openai.script(Reply.text("chat"))
+    fake_openai.script_structured(Reply.text("structured"))
+    structured = {"model": "m", "messages": [], "response_format": {"type": "json_object"}}
+    assert content(structured) == "structured" and content({"model": "m", "messages": []}) == "chat"
+    fake_openai.script(Reply.text("main again"))
+    assert content(structured) == "main again"  # its own queue is empty: served from the main one
+
+
 def test_sse_format(fake_openai: FakeOpenAI) -> None:
     fake_openai.script(Reply.text("a b c"))
     status, text = post(fake_openai, {"model": "m", "messages": [], "stream": True, "stream_options": {"include_usage": True}})

@@ -130,8 +130,10 @@ def rows(model, **filters):
 async def test_guesses_swap_into_the_card_and_become_the_default(model, settings, alice):
     settings.QUESTION_DETECTOR_ENABLED = False
     model.script(
+        Reply.tool_call("ask_user", {"questions": [{"question": "Which project?", "options": [{"label": "Atlas"}, {"label": "Harbor"}]}]})
+    )
+    model.script_structured(
         CLEAR,
-        Reply.tool_call("ask_user", {"questions": [{"question": "Which project?", "options": [{"label": "Atlas"}, {"label": "Harbor"}]}]}),
         Reply.json({"ranking": [{"index": 1, "confidence": 0.72, "reasoning": "You mentioned the app"}, {"index": 0, "confidence": 0.28, "reasoning": "Less likely"}]}),
     )  # fmt: skip
     conversation = await database_sync_to_async(services.start_conversation)(user=alice)
@@ -152,11 +154,9 @@ async def test_guesses_swap_into_the_card_and_become_the_default(model, settings
 @pytest.mark.django_db(transaction=True)
 async def test_a_reply_ending_in_a_question_becomes_a_card_and_the_answer_continues(model, settings, alice):
     settings.QUESTION_GUESSER_ENABLED = False
-    model.script(
-        CLEAR,
-        Reply.text("I found the old launch tasks. Should I archive them?"),
-        Reply.json({"questions": [{"question": "Should I archive them?", "options": ["Yes", "No"], "complexity": "low"}]}),
-        Reply.text("Archived."),
+    model.script(Reply.text("I found the old launch tasks. Should I archive them?"), Reply.text("Archived."))
+    model.script_structured(
+        CLEAR, Reply.json({"questions": [{"question": "Should I archive them?", "options": ["Yes", "No"], "complexity": "low"}]})
     )
     conversation = await database_sync_to_async(services.start_conversation)(user=alice)
     socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
@@ -183,15 +183,26 @@ async def test_model_clarification_asks_then_continues_with_the_enhanced_request
         "questions": [{"id": "p", "question": "Which project?", "options": [
             {"key": "a", "label": "Atlas", "maps_to": "the Atlas project"}, {"key": "b", "label": "Harbor", "maps_to": "the Harbor project"}]}],
     }  # fmt: skip
-    model.script(Reply.json(analysis), CLEAR, Reply.text("Archiving Harbor needs your confirmation."))
+
+    # The first chat call runs beside clarification and is dropped when the card is shown (it
+    # may not even reach the server first, so the reply depends on what is asked).
+    def chat(body):
+        asked = body["messages"][-1]["content"]
+        return Reply.text("Archiving Harbor needs your confirmation." if "Harbor" in asked else "Dropped: the card was shown instead.")
+
+    model.script(chat, chat)
+    model.script_structured(Reply.json(analysis), CLEAR)
     conversation = await database_sync_to_async(services.start_conversation)(user=alice)
     socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
     await socket.connect()
     await socket.send_to(text_data=form_frame(action="send_message", message="archive the project"))
     frames = await frames_of_turn(socket)
     assert "Why I'm asking" in frames and "Archive a project" in frames
+    assert "Dropped" not in frames
+    assert await rows(services.Message, role="assistant") == []  # the dropped call saved nothing
     await socket.send_to(text_data=form_frame(action="send_message", message="b"))
-    await frames_of_turn(socket)
+    frames = await frames_of_turn(socket)
+    assert "Archiving Harbor needs your confirmation." in frames and "Dropped" not in frames
     derived = (await rows(services.Message, role="user"))[-1]
     assert derived.content == "archive the project the Harbor project"
     assert model.requests[-1]["messages"][-1]["content"] == "archive the project the Harbor project"
