@@ -206,20 +206,19 @@ class Clarion(_ServedSystem):
                                               port=port, log_path=LOGS / f"{self.key}-{i}.log", name=f"{self.name} #{i}"))  # fmt: skip
 
     def clients(self, count: int, tag: str) -> list[Client]:
-        """Fresh conversations through `POST /new/`, spread over the users (≤ 10 pending each)."""
+        """Fresh conversations, spread over the users (≤ 10 pending each). Created directly: the
+        app's "New conversation" reuses a user's empty one, and these all start empty."""
         from django.conf import settings
-        from django.urls import reverse
+
+        from chat import services
 
         cookie_name = settings.SESSION_COOKIE_NAME
         result = []
         for n in range(count):
-            browser, cookie = self.users[n % len(self.users)]
-            response = browser.post(reverse("chat:new"))
-            match = re.search(r"([0-9a-f-]{36})/?$", response.headers.get("Location", ""))
-            if response.status_code != 302 or not match:
-                raise SystemExit(f"POST {reverse('chat:new')} answered {response.status_code} {response.headers.get('Location')!r}")
+            user, cookie = self.users[n % len(self.users)]
+            conversation = services.start_conversation(user=user)
             server = self.servers[n % len(self.servers)]
-            result.append(Client(tag=f"{tag}x{n}", url=f"ws://127.0.0.1:{server.port}/ws/conversations/{match[1]}/",
+            result.append(Client(tag=f"{tag}x{n}", url=f"ws://127.0.0.1:{server.port}/ws/conversations/{conversation.pk}/",
                                  headers={"Cookie": f"{cookie_name}={cookie}"}))  # fmt: skip
         return result
 
@@ -257,7 +256,7 @@ def prepare_users(count: int):
         user, _ = User.objects.get_or_create(username=f"abench_{i:03d}")
         browser = DjangoClient(HTTP_HOST="127.0.0.1")
         browser.force_login(user)
-        users.append((browser, browser.cookies[settings.SESSION_COOKIE_NAME].value))
+        users.append((user, browser.cookies[settings.SESSION_COOKIE_NAME].value))
     return users
 
 
