@@ -133,7 +133,10 @@ def server_conninfo(dbname: str) -> str:
     from django.conf import settings
     from psycopg.conninfo import make_conninfo
 
+    from project.embedded_pg import resolve_address
+
     db = settings.DATABASES["default"]
+    resolve_address(db)  # the embedded server starts on first use: its address is known after
     parts = {"host": db["HOST"], "port": db.get("PORT") or None, "user": db["USER"], "password": db.get("PASSWORD") or None}
     return make_conninfo(dbname=dbname, **{k: v for k, v in parts.items() if v})
 

@@ -112,7 +112,10 @@ def setup_django(*, force_database: bool) -> None:
     import django
     from django.conf import settings
 
-    _ensure_database(settings.DATABASES["default"])  # settings only create the default "clarion" DB
+    from project.embedded_pg import resolve_address
+
+    resolve_address(settings.DATABASES["default"])  # starts the embedded server, if that is the one
+    _ensure_database(settings.DATABASES["default"])  # a DATABASE_URL server may lack the database
     name = settings.DATABASES["default"]["NAME"]
     if "bench" not in name and not force_database:
         sys.exit(f"bench: refusing to load benchmark data into database {name!r}; set DATABASE_NAME=clarion_bench")

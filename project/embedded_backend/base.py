@@ -4,7 +4,7 @@ Settings name this engine when no DATABASE_URL is configured. Importing settings
 models (Django builds connection objects then) and commands that never query (`help`, `check`,
 `makemigrations --check`) start nothing; the first real connection starts (or reuses) the server
 in `DATA_DIR/postgres` and fills in its host and port. Code that opens its own connections from
-`connection.settings_dict` calls `embedded_address()` first.
+`settings.DATABASES` calls `project.embedded_pg.resolve_address()` first.
 """
 
 from __future__ import annotations
