@@ -13,6 +13,7 @@ than the first-token limit therefore finishes; one that stalls is restarted.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -24,7 +25,7 @@ from urllib.parse import urlsplit
 import httpx
 import openai
 import pydantic
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from .budget import CallBudget, call_with_retries, first_token_timeout_error, idle_timeout_error, total_timeout_error
 from .errors import LLMError, redact
@@ -168,12 +169,13 @@ class OpenAICompatibleClient:
                 first_token_at = min(loop.time() + budget.first_token_seconds, deadline)
                 try:
                     async with asyncio.timeout_at(first_token_at):
-                        chunks = await self._sdk().chat.completions.create(**request, timeout=self._http_timeout(budget))
+                        raw = await self._sdk().chat.completions.with_raw_response.create(**request, timeout=self._http_timeout(budget))
                 except TimeoutError:
                     raise self._timeout_error(budget, first_token_at, deadline, first=True) from None
                 opened = True
+                response = raw.http_response
                 try:
-                    iterator = chunks.__aiter__()
+                    iterator = _sse_chunks(response).__aiter__()
                     wait_until = first_token_at
                     while True:
                         # The deadline is only armed while *we* await the network. An
@@ -192,7 +194,7 @@ class OpenAICompatibleClient:
                             emitted_text = True
                             yield TextDelta(text=text)
                 finally:
-                    await chunks.close()
+                    await response.aclose()
                 completion = acc.finish(self.model, attempt, time.monotonic() - started)
             except Exception as exc:
                 err = self._map_error(exc, budget.first_token_seconds, mid_stream=opened)
@@ -348,35 +350,43 @@ class _StreamAccumulator:
         self.model: str | None = None
         self.chunks = 0
 
-    def add(self, chunk: ChatCompletionChunk) -> str:
-        if not isinstance(chunk, ChatCompletionChunk):
-            raise LLMError("invalid_response", _UNREADABLE)
+    def add(self, chunk: object) -> str:
+        """One chunk as the server sent it (parsed JSON); a chunk of the wrong shape is unreadable."""
+        try:
+            return self._add(chunk)  # type: ignore[arg-type]
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:
+            raise LLMError("invalid_response", _UNREADABLE) from exc
+
+    def _add(self, chunk: dict[str, Any]) -> str:
+        if not isinstance(chunk, dict):
+            raise TypeError("a chunk is a JSON object")
         self.chunks += 1
-        self.model = chunk.model or self.model
-        if chunk.usage is not None:
-            self.usage = _usage(chunk.usage)
+        self.model = chunk.get("model") or self.model
+        if chunk.get("usage") is not None:
+            self.usage = _usage(chunk["usage"])
         text = ""
-        for choice in chunk.choices or []:
-            if choice.index not in (0, None):
+        for choice in chunk.get("choices") or []:
+            if choice.get("index") not in (0, None):
                 continue
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
-            delta = choice.delta
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+            delta = choice.get("delta")
             if delta is None:
                 continue
-            if delta.content:
-                text += delta.content
-            for tc in delta.tool_calls or []:
-                slot = self.calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-                if tc.id:
-                    slot["id"] = tc.id
-                if tc.function is not None:
+            if delta.get("content"):
+                text += delta["content"]
+            for tc in delta.get("tool_calls") or []:
+                slot = self.calls.setdefault(tc.get("index", 0), {"id": "", "name": "", "arguments": ""})
+                if tc.get("id"):
+                    slot["id"] = tc["id"]
+                function = tc.get("function")
+                if function is not None:
                     # Names arrive whole in practice, but some servers repeat them per
                     # fragment; only arguments are concatenated.
-                    if tc.function.name:
-                        slot["name"] = slot["name"] or tc.function.name
-                    if tc.function.arguments:
-                        slot["arguments"] += tc.function.arguments
+                    if function.get("name"):
+                        slot["name"] = slot["name"] or function["name"]
+                    if function.get("arguments"):
+                        slot["arguments"] += function["arguments"]
         if text:
             self.text.append(text)
         return text
@@ -400,6 +410,42 @@ class _StreamAccumulator:
             attempts=attempts,
             seconds=round(seconds, 3),
         )
+
+
+async def _sse_chunks(response: Any) -> AsyncIterator[object]:
+    """The JSON chunks of a server-sent-events body, parsed with `json` alone.
+
+    The SDK would build a typed model object per chunk (most of a streamed reply's CPU in
+    Clarion); the accumulator reads the few fields it needs from the plain JSON instead. As the
+    SDK does, `[DONE]` ends the stream and an `{"error": …}` chunk raises `openai.APIError`."""
+    data: list[str] = []
+    lines = response.aiter_lines()
+    while True:
+        try:
+            line = await anext(lines, None)
+        except Exception as exc:  # the body could not be read to its end: the connection dropped
+            raise openai.APIConnectionError(message="The stream was cut off.", request=response.request) from exc
+        if line:
+            field, _, value = line.partition(":")
+            if field == "data":
+                data.append(value[1:] if value.startswith(" ") else value)
+            continue  # comments (":…"), event names and ids carry nothing a chunk needs
+        if data:
+            payload, data = "\n".join(data), []
+            if payload.startswith("[DONE]"):
+                return
+            chunk = json.loads(payload)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                error = chunk["error"]
+                message = error.get("message") if isinstance(error, dict) else None
+                raise openai.APIError(
+                    message if isinstance(message, str) and message else "An error occurred during streaming",
+                    response.request,
+                    body=error,
+                )
+            yield chunk
+        if line is None:
+            return
 
 
 def _raise(err: LLMError, cause: BaseException) -> NoReturn:
@@ -435,9 +481,11 @@ def _to_completion(response: object, attempts: int, seconds: float) -> Completio
 
 
 def _usage(usage: Any) -> Usage:
-    prompt = usage.prompt_tokens or 0
-    completion = usage.completion_tokens or 0
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=usage.total_tokens or prompt + completion)
+    """From the SDK's usage object or a streamed chunk's plain `usage` dict."""
+    read = usage.get if isinstance(usage, dict) else lambda name: getattr(usage, name, None)
+    prompt = read("prompt_tokens") or 0
+    completion = read("completion_tokens") or 0
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=read("total_tokens") or prompt + completion)
 
 
 def _validate(schema: type[T], content: str, attempts: int) -> T:

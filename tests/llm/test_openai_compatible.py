@@ -218,6 +218,35 @@ async def test_stream_garbage_is_invalid_response(fake_openai: FakeOpenAI) -> No
     assert len(fake_openai.requests) == 2
 
 
+def sse(*payloads: str) -> str:
+    return "".join(f"data: {p}\n\n" for p in payloads)
+
+
+async def test_stream_error_object_mid_answer_is_a_server_error(fake_openai: FakeOpenAI) -> None:
+    first = json.dumps({"model": "m", "choices": [{"index": 0, "delta": {"content": "Hel"}}]})
+    fake_openai.default = Reply.garbage(sse(first, json.dumps({"error": {"message": "overloaded mid-answer"}})))
+    with pytest.raises(LLMError) as info:
+        await collect(make_client(fake_openai, max_retries=0))
+    assert info.value.kind == "server" and "overloaded mid-answer" in info.value.user_message
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        sse("[1, 2]"),
+        sse('{"choices": "not a list"}'),
+        sse('{"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": 3}]}}]}'),
+        sse('{"choices": [{"index": 0, "delta": {"content": "ok"}}]', "[DONE]"),  # not JSON
+        sse("[DONE]"),  # nothing at all
+    ],
+)
+async def test_stream_chunks_of_the_wrong_shape_are_invalid_responses(fake_openai: FakeOpenAI, body: str) -> None:
+    fake_openai.default = Reply.garbage(body)
+    with pytest.raises(LLMError) as info:
+        await collect(make_client(fake_openai, max_retries=0))
+    assert info.value.kind == "invalid_response"
+
+
 # ---------------------------------------------------------------- retries
 
 
