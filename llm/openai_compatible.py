@@ -23,6 +23,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable, NoReturn
 from urllib.parse import urlsplit
 
 import httpx
+import httpx2
 import openai
 import pydantic
 from openai.types.chat import ChatCompletion
@@ -45,6 +46,9 @@ log = logging.getLogger("clarion.llm")
 
 _FENCE = re.compile(r"^\s*```[a-zA-Z]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
 _UNREADABLE = "The model returned a response Clarion could not read."
+# The response class of the SDK's own HTTP library: asked for as the result, the SDK hands the
+# response back unread, for the stream to be read line by line.
+_RAW_RESPONSE = httpx2.Response
 
 
 class OpenAICompatibleClient:
@@ -169,11 +173,10 @@ class OpenAICompatibleClient:
                 first_token_at = min(loop.time() + budget.first_token_seconds, deadline)
                 try:
                     async with asyncio.timeout_at(first_token_at):
-                        raw = await self._sdk().chat.completions.with_raw_response.create(**request, timeout=self._http_timeout(budget))
+                        response = await self._post(request, budget, stream=True)
                 except TimeoutError:
                     raise self._timeout_error(budget, first_token_at, deadline, first=True) from None
                 opened = True
-                response = raw.http_response
                 try:
                     iterator = _sse_chunks(response).__aiter__()
                     wait_until = first_token_at
@@ -229,6 +232,15 @@ class OpenAICompatibleClient:
             client = self._sdk_clients[loop] = self._new_sdk_client()
         return client
 
+    async def _post(self, request: dict[str, Any], budget: CallBudget, *, stream: bool) -> Any:
+        """POST /chat/completions through the SDK (auth, base URL, status errors), with the
+        body as built here: it is plain JSON already, so the SDK's per-request conversion of
+        typed parameters is skipped. Streamed: the open response, read by `_sse_chunks`."""
+        options: Any = {"timeout": self._http_timeout(budget)}
+        if stream:
+            return await self._sdk().post("/chat/completions", cast_to=_RAW_RESPONSE, body=request, options=options, stream=True)
+        return await self._sdk().post("/chat/completions", cast_to=ChatCompletion, body=request, options=options)
+
     @staticmethod
     def _http_timeout(budget: CallBudget) -> httpx.Timeout:
         # Our own asyncio deadlines (first token, idle, total) decide; httpx only bounds the
@@ -243,8 +255,7 @@ class OpenAICompatibleClient:
 
     async def _complete_with_retries(self, request: dict[str, Any], budget: CallBudget, started: float) -> Completion:
         async def attempt() -> Completion:
-            response = await self._sdk().chat.completions.create(**request, timeout=self._http_timeout(budget))
-            return _to_completion(response, 1, 0.0)
+            return _to_completion(await self._post(request, budget, stream=False), 1, 0.0)
 
         attempts = 0
 
