@@ -171,7 +171,8 @@ async def test_a_reply_ending_in_a_question_becomes_a_card_and_the_answer_contin
     answer = (await rows(services.Message, role="user"))[-1]
     assert answer.content == "Yes" and answer.metadata["answer_to"] == str(group.pk)
     assert "Your answer" in frames and "Archived." in frames
-    assert model.requests[-1]["messages"][-1] == {"role": "user", "content": "Yes"}
+    chat_calls = [r for r in model.requests if "response_format" not in r]
+    assert chat_calls[-1]["messages"][-1] == {"role": "user", "content": "Yes"}
     await socket.disconnect()
 
 
@@ -205,7 +206,8 @@ async def test_model_clarification_asks_then_continues_with_the_enhanced_request
     assert "Archiving Harbor needs your confirmation." in frames and "Dropped" not in frames
     derived = (await rows(services.Message, role="user"))[-1]
     assert derived.content == "archive the project the Harbor project"
-    assert model.requests[-1]["messages"][-1]["content"] == "archive the project the Harbor project"
+    chat_calls = [r for r in model.requests if "response_format" not in r]  # clarification runs beside them
+    assert chat_calls[-1]["messages"][-1]["content"] == "archive the project the Harbor project"
     await socket.disconnect()
 
 
