@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from chat.models import CARD_TOOLS, Conversation, Message
@@ -124,13 +124,22 @@ def needs_reply(*, conversation_id) -> bool:
     the next turn picks up where that one stopped. False while questions wait for the person:
     the turn that asked them has ended, and their answers start the next one.
     """
-    if question_selectors.has_open_group(conversation_id=conversation_id):
-        return False
-    state = Message.objects.filter(conversation_id=conversation_id).aggregate(
-        last_user=Max("id", filter=Q(role=Message.Role.USER)),
-        answered=Max("in_reply_to_id", filter=TURN_ENDED),
+    # One statement: it runs before and after every turn.
+    newest = Message.objects.filter(conversation_id=OuterRef("pk")).order_by()
+    state = (
+        Conversation.objects.filter(pk=conversation_id)
+        .order_by()
+        .values_list(
+            question_selectors.open_group_exists(OuterRef("pk")),
+            Subquery(newest.filter(role=Message.Role.USER).values("conversation_id").annotate(m=Max("id")).values("m")),
+            Subquery(newest.filter(TURN_ENDED).values("conversation_id").annotate(m=Max("in_reply_to_id")).values("m")),
+        )
+        .first()
     )
-    return state["last_user"] is not None and (state["answered"] is None or state["last_user"] > state["answered"])
+    if state is None:
+        return False
+    waiting, last_user, answered = state
+    return not waiting and last_user is not None and (answered is None or last_user > answered)
 
 
 def save_assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> Message:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from django.db.models import Exists
+
 from questions.models import PendingQuestion, QuestionGroup
 
 Status = PendingQuestion.Status
@@ -37,6 +39,12 @@ def open_group(*, conversation_id) -> QuestionGroup | None:
 
 def has_open_group(*, conversation_id) -> bool:
     return QuestionGroup.objects.filter(conversation_id=conversation_id, completed_at__isnull=True).exists()
+
+
+def open_group_exists(conversation_id) -> Exists:
+    """`has_open_group` as an expression (`conversation_id` may be an OuterRef), for callers
+    that fold it into a query of their own."""
+    return Exists(QuestionGroup.objects.filter(conversation_id=conversation_id, completed_at__isnull=True))
 
 
 def group_questions(group: QuestionGroup) -> list[PendingQuestion]:

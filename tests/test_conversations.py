@@ -1,11 +1,14 @@
 """Conversation list management: titles, reuse of the empty conversation, rename, delete, search,
 stop and regenerate requests — each scoped to the acting user (another user's id is a 404)."""
 
+import uuid
+
 import pytest
 from django.urls import reverse
 
 from chat import selectors, services
 from chat.models import Conversation, Message
+from questions.models import QuestionGroup
 
 pytestmark = pytest.mark.django_db
 
@@ -139,3 +142,27 @@ def test_regenerate_removes_only_a_finished_plain_last_reply(alice, bob):
     with pytest.raises(services.NothingToRegenerate, match="asked you something"):
         services.prepare_regenerate(user=alice, conversation_id=conversation.pk)
     assert Message.objects.filter(pk=asking.pk).exists()
+
+
+def test_needs_reply_follows_the_turn_in_one_statement(alice, django_assert_num_queries):
+    conversation = services.start_conversation(user=alice)
+
+    def due() -> bool:
+        with django_assert_num_queries(1):  # it runs before and after every turn
+            return services.needs_reply(conversation_id=conversation.pk)
+
+    assert not due()  # nothing asked yet
+    request = services.post_user_message(user=alice, conversation_id=conversation.pk, content="hi")
+    assert due()
+    services.save_assistant_message(
+        conversation_id=conversation.pk, in_reply_to_id=request.pk, content="", metadata={},
+        tool_calls=[{"id": "c1", "name": "query_tasks", "arguments": "{}"}],
+    )  # fmt: skip
+    assert due()  # a turn that stopped after its tool call is picked up again
+    services.save_assistant_message(conversation_id=conversation.pk, in_reply_to_id=request.pk, content="Done.", tool_calls=[], metadata={})
+    assert not due()
+    services.post_user_message(user=alice, conversation_id=conversation.pk, content="and now?")
+    assert due()
+    QuestionGroup.objects.create(conversation=conversation, user=alice, kind=QuestionGroup.Kind.ASK)
+    assert not due()  # a question waits for the person: their answer starts the next turn
+    assert not services.needs_reply(conversation_id=uuid.uuid4())  # no such conversation
