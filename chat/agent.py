@@ -181,14 +181,21 @@ class _TurnOutput:
             await self.send(rendering.message_appended(error))
 
 
+# The model boundary enforces an auxiliary call's budget and falls back (offline detection,
+# offline ranking, "no clarification"); this backstop, a little later, only catches a helper
+# that does not return at all (an offline engine stuck on a lock, a bug).
+AUX_BACKSTOP_SLACK_SECONDS = 2.0
+
+
 async def _auxiliary(call: Awaitable[T], *, purpose: str) -> T | None:
-    """An auxiliary model call under its own short budget; None when it runs out."""
+    """An auxiliary call, which its own short budget ends with a fallback; None if it hangs anyway."""
+    limit = settings.LLM_AUX_TIMEOUT_SECONDS + AUX_BACKSTOP_SLACK_SECONDS
     try:
-        async with asyncio.timeout(settings.LLM_AUX_TIMEOUT_SECONDS):
+        async with asyncio.timeout(limit):
             return await call
     except TimeoutError:
-        log.warning("%s gave up after %.1f s; continuing without it", purpose, settings.LLM_AUX_TIMEOUT_SECONDS)
-        LLM_CALL_SECONDS.labels(purpose=purpose, outcome="timeout").observe(settings.LLM_AUX_TIMEOUT_SECONDS)
+        log.warning("%s did not return within %.1f s; continuing without it", purpose, limit)
+        LLM_CALL_SECONDS.labels(purpose=purpose, outcome="timeout").observe(limit)
         return None
 
 
