@@ -24,11 +24,12 @@ working model answers one round trip sooner.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
 import uuid
-from typing import AsyncIterator, Awaitable, TypeVar
+from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 import psycopg
 from channels.db import database_sync_to_async
@@ -165,7 +166,7 @@ class _TurnOutput:
             await self.send(rendering.stream_started(self.stream_id))
         return self.stream_id
 
-    async def finish_stream(self, html_for: "callable") -> None:
+    async def finish_stream(self, html_for: Callable[[str], str]) -> None:
         """The placeholder becomes `html_for(stream_id)` (the saved message, or nothing)."""
         stream_id, self.stream_id = self.stream_id, None
         if stream_id is not None:
@@ -341,7 +342,7 @@ class _ModelLoop:
                 conversation_id=self.ctx.conversation_id, in_reply_to_id=self.ctx.request_id, content=completion.content,
                 tool_calls=[c.model_dump() for c in completion.tool_calls], metadata=self._metadata(completion),
             )  # fmt: skip
-            await self.out.finish_stream(lambda sid, saved=assistant: rendering.stream_finished(sid, saved))
+            await self.out.finish_stream(functools.partial(_stream_finished_as, assistant))
             self.messages.append(as_chat_message(assistant))
             if not completion.tool_calls:
                 await _detect_question(self.ctx, client=self.client, out=self.out, reply=completion.content)
@@ -413,7 +414,7 @@ class _ModelLoop:
     async def _stream(self, events: AsyncIterator) -> Completion:
         # Each flush sends the whole text so far, rendered as Markdown: what the reader sees while
         # it streams is what the saved reply will look like.
-        stream_id = self.out.stream_id
+        stream_id = await self.out.start_stream()  # the open placeholder (run() opened it)
         text, flushed, last_flush = "", 0, time.monotonic()
         stop = stopping.StopWatch(self.ctx.conversation_id)
         async for event in events:
@@ -459,6 +460,10 @@ class _ModelLoop:
             if outcome.citations:
                 self.citations = outcome.citations
         return outcomes
+
+
+def _stream_finished_as(message, stream_id: str) -> str:
+    return rendering.stream_finished(stream_id, message)
 
 
 def _cited(reply: str, citations: tuple[dict, ...]) -> list[dict]:

@@ -2,10 +2,16 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from chat import rendering, selectors, services
 from chat.models import Conversation
 from llm import client_from_settings
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails  # set by django_htmx's middleware
+
 
 # Shown on an empty conversation; each works with the offline engine on any workspace.
 EXAMPLE_PROMPTS = [
@@ -72,7 +78,7 @@ def search(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def rename(request: HttpRequest, conversation_id) -> HttpResponse:
+def rename(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
     """GET: the title as an editable field (or back to the title with ?cancel=1). POST: save it."""
     conversation = _own_conversation(request, conversation_id)
     if request.method == "GET":

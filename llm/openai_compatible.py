@@ -22,11 +22,10 @@ import weakref
 from typing import Any, AsyncIterator, Awaitable, Callable, NoReturn
 from urllib.parse import urlsplit
 
-import httpx
 import httpx2
 import openai
 import pydantic
-from openai.types.chat import ChatCompletion
+from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 
 from .budget import CallBudget, call_with_retries, first_token_timeout_error, idle_timeout_error, total_timeout_error
 from .errors import LLMError, redact
@@ -242,10 +241,10 @@ class OpenAICompatibleClient:
         return await self._sdk().post("/chat/completions", cast_to=ChatCompletion, body=request, options=options)
 
     @staticmethod
-    def _http_timeout(budget: CallBudget) -> httpx.Timeout:
+    def _http_timeout(budget: CallBudget) -> httpx2.Timeout:
         # Our own asyncio deadlines (first token, idle, total) decide; httpx only bounds the
         # TCP connect, and its read limit is kept out of their way.
-        return httpx.Timeout(budget.total_seconds + 5, connect=min(budget.connect_seconds, budget.first_token_seconds))
+        return httpx2.Timeout(budget.total_seconds + 5, connect=min(budget.connect_seconds, budget.first_token_seconds))
 
     @staticmethod
     def _timeout_error(budget: CallBudget, fired_at: float, deadline: float, *, first: bool) -> LLMError:
@@ -476,7 +475,7 @@ def _to_completion(response: object, attempts: int, seconds: float) -> Completio
         calls = [
             ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments or "")
             for tc in (message.tool_calls or [])
-            if getattr(tc, "type", "function") == "function"
+            if isinstance(tc, ChatCompletionMessageFunctionToolCall)
         ]
         return Completion(
             content=message.content or "",

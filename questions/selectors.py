@@ -62,6 +62,9 @@ def clarification_rounds(*, conversation_id, since_message_id: int) -> int:
     ).count()
 
 
+_STATUS_FOR_MODEL: dict[str, str] = {Status.ANSWERED: "answered", Status.TIMED_OUT: "timed_out", Status.CANCELLED: "skipped"}
+
+
 def answers_for_model(group: QuestionGroup) -> dict:
     """What the model receives per question: the answer(s), whether typed, which options, and
     whether the person answered or the deadline applied a default (or none)."""
@@ -69,7 +72,7 @@ def answers_for_model(group: QuestionGroup) -> dict:
     for q in group_questions(group):
         row = {
             "question": q.question,
-            "status": {Status.ANSWERED: "answered", Status.TIMED_OUT: "timed_out", Status.CANCELLED: "skipped"}.get(q.status, q.status),
+            "status": _STATUS_FOR_MODEL.get(q.status, q.status),
             "answers": ([q.answer] if q.is_custom else [q.options[i]["label"] for i in q.selected_indexes]),
             "is_custom": q.is_custom,
             "selected_indexes": q.selected_indexes,
