@@ -7,6 +7,7 @@ from pathlib import Path
 
 import environ
 
+from project.channel_layer import redis_layer_config
 from project.embedded_pg import embedded_database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -107,14 +108,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Channels: one process → in-memory; REDIS_URL → shared groups across Daphne workers.
 REDIS_URL = env("REDIS_URL", default="")
 if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            # channels_redis blocks 5 s reading an idle channel; redis-py's socket timeout must be
-            # longer, or an idle tab's read times out and Daphne closes its websocket (1011).
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 30}], "prefix": env("CHANNELS_PREFIX", default="clarion")},
-        }
-    }
+    CHANNEL_LAYERS = {"default": redis_layer_config(REDIS_URL, prefix=env("CHANNELS_PREFIX", default="clarion"))}
 else:
     # Channels' in-memory layer with cheaper expiry bookkeeping (project/channel_layer.py).
     CHANNEL_LAYERS = {"default": {"BACKEND": "project.channel_layer.InMemoryChannelLayer"}}

@@ -4,6 +4,7 @@ import time
 
 from project import channel_layer
 from project.channel_layer import InMemoryChannelLayer
+from tests.questions.test_durability import redis_url  # noqa: F401  (the session fixture: a reachable Redis)
 
 
 async def test_group_send_reaches_every_member_and_only_them():
@@ -37,3 +38,23 @@ async def test_expired_messages_and_their_channels_still_go(monkeypatch):
     monkeypatch.setattr(channel_layer, "CLEAN_INTERVAL_SECONDS", 0.0)
     layer._clean_expired()
     assert gone not in layer.channels and gone not in layer.groups.get("g", {})
+
+
+async def test_redis_keeps_a_burst_to_more_tabs_than_its_default_capacity(redis_url):
+    """channels_redis keeps one process's websockets in one Redis list, and its default capacity
+    (100) dropped frames beyond that: 150 conversations, one open tab each, one frame each."""
+    import asyncio
+    import uuid
+
+    from channels_redis.core import RedisChannelLayer
+
+    config = channel_layer.redis_layer_config(redis_url, prefix=f"clarion_test_{uuid.uuid4().hex[:8]}")["CONFIG"]
+    layer = RedisChannelLayer(**config)
+    tabs = [await layer.new_channel() for _ in range(150)]
+    for n, tab in enumerate(tabs):
+        await layer.group_add(f"conversation-{n}", tab)
+    for n in range(len(tabs)):
+        await layer.group_send(f"conversation-{n}", {"type": "broadcast.html", "html": f"<p>{n}</p>"})
+    received = [await asyncio.wait_for(layer.receive(tab), 10) for tab in tabs]
+    assert [m["html"] for m in received] == [f"<p>{n}</p>" for n in range(150)]
+    await layer.flush()
