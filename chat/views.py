@@ -86,17 +86,16 @@ def rename(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
         return render(
             request, "chat/_conversation_header.html", {"conversation": conversation, "editing": editing, "title": conversation.title}
         )
-    title = request.POST.get("title", "")
+    title, error = request.POST.get("title", ""), ""
     try:
         conversation = services.rename_conversation(user=request.user, conversation_id=conversation.pk, title=title)
     except services.ConversationRejected as exc:
-        if not request.htmx:
-            return redirect("chat:conversation", conversation_id=conversation.pk)
-        context = {"conversation": conversation, "editing": True, "title": title, "error": str(exc)}
-        return render(request, "chat/_conversation_header.html", context, status=422)
-    if not request.htmx:
-        # Submitted before the page's script took the form over: a plain POST, so go back to the page.
+        error = str(exc)
+    if not request.htmx:  # a plain form post (no page script): back to the page, saved or not
         return redirect("chat:conversation", conversation_id=conversation.pk)
+    if error:
+        context = {"conversation": conversation, "editing": True, "title": title, "error": error}
+        return render(request, "chat/_conversation_header.html", context, status=422)
     header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
     return HttpResponse(header + rendering.conversation_link(conversation))
 
