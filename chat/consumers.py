@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from channels.db import database_sync_to_async
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.template.loader import render_to_string
@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from chat import agent, answering, deadlines, rendering, selectors, services
 from chat.frames import AnswerQuestion, QuestionClock, Regenerate, Retry, SendMessage, SkipQuestions, Stop, parse_frame
 from chat.models import Conversation
+from project.db import database_sync_to_async
 from project.errors import ClarionError
 from questions import services as questions
 from questions.models import PendingQuestion
@@ -22,6 +23,15 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     """One socket per open tab of a conversation. Thin: parse → service → push partials."""
 
     conversation: Conversation | None = None
+
+    async def dispatch(self, message: dict) -> None:
+        # Channels would first hop to the database thread to tidy its connections, for every
+        # event — most are HTML frames forwarded to this tab, which would then wait behind turn
+        # work to be sent. Every database call here makes its own hop, which does that upkeep.
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def connect(self) -> None:
         # Accept first so the close code reaches the browser; a refused handshake carries none.

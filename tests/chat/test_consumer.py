@@ -1,6 +1,8 @@
+import channels.consumer
 import pytest
 from channels.db import database_sync_to_async as sync_to_async
 
+from chat import publishing
 from chat import services as chat_services
 from chat.agent import wait_for_running_turns
 from chat.models import Message
@@ -106,4 +108,23 @@ async def test_binary_frame_is_refused(conversation, alice):
     await socket.send_to(bytes_data=b"\x00\x01")
     assert "Binary frames are not supported" in await socket.receive_from()
     assert await message_count() == 0
+    await socket.disconnect()
+
+
+async def test_a_frame_for_the_tab_is_sent_without_a_trip_to_the_database_thread(conversation, alice, monkeypatch):
+    socket = await open_socket(path_of(conversation), user=alice)
+    assert (await socket.connect())[0]
+    hops = []
+
+    async def tidy_connections():  # Channels' hop to the database thread before each event
+        hops.append(1)
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", tidy_connections)
+    for _ in range(150):  # the tab joins its group just after the handshake is accepted
+        await publishing.send(conversation.group_name, '<div id="ping">ping</div>')
+        if not await socket.receive_nothing(timeout=0.2) and 'id="ping"' in await socket.receive_from():
+            break
+    else:
+        pytest.fail("the frame never reached the tab")
+    assert hops == []
     await socket.disconnect()
