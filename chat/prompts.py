@@ -43,13 +43,13 @@ def system_prompt(snapshot: Snapshot, *, today: dt.date | None = None, template:
 
 def render_snapshot(s: Snapshot) -> str:
     def task_line(t) -> str:
-        project = f" [project {t.project.name} #{t.project_id}]" if t.project_id else ""
+        project = f" [project {t.project_name} #{t.project_id}]" if t.project_id else ""
         due = f" due {t.due_date.isoformat()}" if t.due_date else ""
         return f"- #{t.pk} {t.title} ({t.priority}{due}){project}"
 
     lines = ["Projects:"]
     lines += [
-        f"- #{p.project.pk} {p.project.name}{' (archived)' if p.project.archived else ''}: "
+        f"- #{p.pk} {p.name}{' (archived)' if p.archived else ''}: "
         f"{p.todo} to do, {p.in_progress} in progress, {p.completed} completed, {p.notes} notes"
         for p in s.projects
     ] or ["- none"]

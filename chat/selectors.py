@@ -1,18 +1,22 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.formats import date_format
 
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
+from knowledge.models import AIConfig
 from knowledge.selectors import get_ai_config
 from llm import ChatMessage, ToolCall
+from project import rawsql
 from questions import selectors as question_selectors
 from questions.services import QuestionTimeouts
 from workspace.selectors import Snapshot, snapshot_for_user
@@ -76,9 +80,7 @@ def history_for_model(*, conversation: Conversation, limit: int) -> list[Message
     - Tool calls whose arguments could not be read, and their error results, are left out: a
       retry starts from the request, not from the model's earlier garbled attempts.
     """
-    recent = list(
-        conversation.messages.exclude(role=Message.Role.ERROR).exclude(metadata__contains={"malformed": True}).order_by("-id")[:limit]
-    )
+    recent = rawsql.fetch_models(Message, _history_sql(), {"conversation": conversation.pk, "limit": limit})
     recent.sort(key=lambda m: (m.pk, 0, m.pk) if m.role == Message.Role.USER else (m.in_reply_to_id or m.pk, 1, m.pk))
     first_user = next((i for i, m in enumerate(recent) if m.role == Message.Role.USER), len(recent))
     history = recent[first_user:]
@@ -87,6 +89,15 @@ def history_for_model(*, conversation: Conversation, limit: int) -> list[Message
         if message.tool_calls:
             message.tool_calls = [c for c in message.tool_calls if c.get("id") in answered_calls]
     return [m for m in history if not (m.role == Message.Role.ASSISTANT and not m.tool_calls and not m.content)]
+
+
+@functools.cache
+def _history_sql() -> str:
+    return (
+        f"SELECT {rawsql.columns(Message, 'm')} FROM {Message._meta.db_table} m "
+        f"WHERE m.conversation_id = %(conversation)s AND m.role <> '{Message.Role.ERROR.value}' "
+        """AND NOT (m.metadata @> '{"malformed": true}'::jsonb) ORDER BY m.id DESC LIMIT %(limit)s"""
+    )
 
 
 def visible_messages(*, conversation: Conversation) -> list[Message]:
@@ -134,11 +145,10 @@ class TurnContext:
 
 
 def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnContext:
-    conversation = Conversation.objects.select_related("owner").get(pk=conversation_id)
+    conversation, config = _conversation_and_config(conversation_id)
     history = history_for_model(conversation=conversation, limit=history_limit)
     request = max((m for m in history if m.role == Message.Role.USER), key=lambda m: m.pk)
     snapshot = snapshot_for_user(user=conversation.owner)
-    config = get_ai_config()
     meta = dict(request.metadata or {})
     continuing = any(m.in_reply_to_id == request.pk for m in history)
     root_id = meta.get("clarification_of") or request.pk
@@ -169,7 +179,32 @@ def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnConte
         clarification_root_id=root_id,
         clarification_rounds=rounds,
         context_text=_context_text(messages, snapshot),
-        projects=tuple(p.project.name for p in snapshot.projects if not p.project.archived),
+        projects=tuple(p.name for p in snapshot.projects if not p.archived),
+    )
+
+
+def _conversation_and_config(conversation_id: uuid.UUID) -> tuple[Conversation, AIConfig]:
+    """The conversation with its owner, and the AI configuration: one statement per turn."""
+    rows = rawsql.fetch(_conversation_and_config_sql(), {"conversation": conversation_id})
+    if not rows:
+        raise Conversation.DoesNotExist(f"no conversation {conversation_id}")
+    (row,) = rows
+    conversation = rawsql.load(Conversation, row)
+    user_model = get_user_model()
+    conversation.owner = rawsql.load(user_model, row, rawsql.width(Conversation))
+    config_at = rawsql.width(Conversation) + rawsql.width(user_model)
+    # The configuration row is made on first use; until then, get_ai_config creates it.
+    config = rawsql.load(AIConfig, row, config_at) if row[config_at] is not None else get_ai_config()
+    return conversation, config
+
+
+@functools.cache
+def _conversation_and_config_sql() -> str:
+    user_model = get_user_model()
+    return (
+        f"SELECT {rawsql.columns(Conversation, 'c')}, {rawsql.columns(user_model, 'u')}, {rawsql.columns(AIConfig, 'a')} "
+        f"FROM {Conversation._meta.db_table} c JOIN {user_model._meta.db_table} u ON u.id = c.owner_id "
+        f"LEFT JOIN {AIConfig._meta.db_table} a ON a.singleton WHERE c.id = %(conversation)s"
     )
 
 
@@ -183,6 +218,6 @@ def as_chat_message(message: Message) -> ChatMessage:
 
 def _context_text(messages: tuple[ChatMessage, ...], snapshot: Snapshot) -> str:
     recent = [f"{m.role}: {m.content}" for m in messages[1:] if m.content and m.role in ("user", "assistant")][-10:]
-    projects = ", ".join(p.project.name for p in snapshot.projects)
+    projects = ", ".join(p.name for p in snapshot.projects)
     tasks = "; ".join(t.title for t in [*snapshot.in_progress, *snapshot.todo])
     return "\n".join([*recent, f"projects: {projects}", f"open tasks: {tasks}"])

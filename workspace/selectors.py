@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
+import json
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import Count, QuerySet
 
+from project import rawsql
 from workspace.models import Note, Project, Task, note_search_vector
 
 T = TypeVar("T")
@@ -119,14 +123,41 @@ def task_status_counts(*, user) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
+class SnapshotTask:
+    pk: int
+    title: str
+    priority: str
+    due_date: dt.date | None
+    project_id: int | None
+    project_name: str
+
+
+@dataclass(frozen=True)
+class SnapshotNote:
+    pk: int
+    title: str
+
+
+@dataclass(frozen=True)
+class SnapshotProject:
+    pk: int
+    name: str
+    archived: bool
+    todo: int
+    in_progress: int
+    completed: int
+    notes: int
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """The small, always-included view of a workspace (a few to-do and in-progress tasks, counts); tools give the rest."""
 
-    todo: list[Task]
-    in_progress: list[Task]
+    todo: list[SnapshotTask]
+    in_progress: list[SnapshotTask]
     completed_count: int
-    notes: list[Note]
-    projects: list[ProjectStats]
+    notes: list[SnapshotNote]
+    projects: list[SnapshotProject]
 
 
 SNAPSHOT_TODO = 10
@@ -135,17 +166,56 @@ SNAPSHOT_NOTES = 15
 
 
 def snapshot_for_user(*, user) -> Snapshot:
-    """Four queries, whatever the workspace's size: it is built at the start of every turn."""
-    newest = Task.objects.filter(owner=user).select_related("project").order_by("-created_at", "-id")
-    first_tasks = newest.filter(status=Task.Status.TODO)[:SNAPSHOT_TODO].union(
-        newest.filter(status=Task.Status.IN_PROGRESS)[:SNAPSHOT_IN_PROGRESS], all=True
-    )
-    first_tasks = sorted(first_tasks, key=lambda t: (t.created_at, t.pk), reverse=True)
-    counts = _task_counts_by_project(user=user)
+    """One statement, whatever the workspace's size: it is read at the start of every turn, so it
+    is written in SQL (project/rawsql.py says why) and Postgres assembles it as one JSON value."""
+    (row,) = rawsql.fetch(_snapshot_sql(), {"owner": user.pk})
+    data = json.loads(row[0])
+
+    def tasks(key: str) -> list[SnapshotTask]:
+        return [
+            SnapshotTask(
+                pk=t["id"], title=t["title"], priority=t["priority"], project_id=t["project_id"], project_name=t["project_name"] or "",
+                due_date=dt.date.fromisoformat(t["due_date"]) if t["due_date"] else None,
+            )
+            for t in data[key]
+        ]  # fmt: skip
+
     return Snapshot(
-        todo=[t for t in first_tasks if t.status == Task.Status.TODO],
-        in_progress=[t for t in first_tasks if t.status == Task.Status.IN_PROGRESS],
-        completed_count=sum(c[Task.Status.COMPLETED] for c in counts.values()),
-        notes=list(Note.objects.filter(owner=user).select_related("project").order_by("-updated_at", "-id")[:SNAPSHOT_NOTES]),
-        projects=_with_stats(user=user, counts=counts),
+        todo=tasks("todo"),
+        in_progress=tasks("in_progress"),
+        completed_count=data["completed"],
+        notes=[SnapshotNote(pk=n["id"], title=n["title"]) for n in data["notes"]],
+        projects=[SnapshotProject(pk=p.pop("id"), **p) for p in data["projects"]],
+    )
+
+
+@functools.cache
+def _snapshot_sql() -> str:
+    task, project, note = Task._meta.db_table, Project._meta.db_table, Note._meta.db_table
+    status = Task.Status
+
+    def first_tasks(state: str, limit: int) -> str:
+        return (
+            "COALESCE((SELECT json_agg(x ORDER BY x.created_at DESC, x.id DESC) FROM ("
+            f"SELECT t.id, t.title, t.priority, t.due_date, t.project_id, p.name AS project_name, t.created_at FROM {task} t "
+            f"LEFT JOIN {project} p ON p.id = t.project_id WHERE t.owner_id = %(owner)s AND t.status = '{state}' "
+            f"ORDER BY t.created_at DESC, t.id DESC LIMIT {limit}) x), '[]')"
+        )
+
+    return (
+        "SELECT json_build_object("
+        f"'todo', {first_tasks(status.TODO, SNAPSHOT_TODO)}, "
+        f"'in_progress', {first_tasks(status.IN_PROGRESS, SNAPSHOT_IN_PROGRESS)}, "
+        f"'completed', (SELECT count(*) FROM {task} WHERE owner_id = %(owner)s AND status = '{status.COMPLETED}'), "
+        "'notes', COALESCE((SELECT json_agg(x ORDER BY x.updated_at DESC, x.id DESC) FROM ("
+        f"SELECT id, title, updated_at FROM {note} WHERE owner_id = %(owner)s ORDER BY updated_at DESC, id DESC LIMIT {SNAPSHOT_NOTES}) x), '[]'), "
+        "'projects', COALESCE((SELECT json_agg(x ORDER BY x.archived, x.name, x.id) FROM ("
+        "SELECT p.id, p.name, p.archived, COALESCE(c.todo, 0) AS todo, COALESCE(c.in_progress, 0) AS in_progress, "
+        f"COALESCE(c.completed, 0) AS completed, (SELECT count(*) FROM {note} n WHERE n.project_id = p.id) AS notes "
+        f"FROM {project} p LEFT JOIN (SELECT project_id, "
+        f"count(*) FILTER (WHERE status = '{status.TODO}') AS todo, "
+        f"count(*) FILTER (WHERE status = '{status.IN_PROGRESS}') AS in_progress, "
+        f"count(*) FILTER (WHERE status = '{status.COMPLETED}') AS completed "
+        f"FROM {task} WHERE owner_id = %(owner)s GROUP BY project_id) c ON c.project_id = p.id "
+        "WHERE p.owner_id = %(owner)s) x), '[]'))::text"
     )

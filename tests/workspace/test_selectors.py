@@ -1,3 +1,5 @@
+import datetime as dt
+
 import pytest
 
 from workspace import selectors, services
@@ -55,3 +57,40 @@ def test_services_refuse_another_users_project(three_workspaces, alice):
         services.update_task(user=alice, task_id=three_workspaces["bob"]["tasks"][0].pk, status="completed")
     assert Task.objects.count() == before
     assert Task.objects.get(pk=three_workspaces["bob"]["tasks"][0].pk).status == "todo"
+
+
+def test_snapshot_is_one_statement_with_the_newest_items_counts_and_only_own_rows(three_workspaces, alice, django_assert_num_queries):
+    atlas, harbor = three_workspaces["alice"]["projects"]
+    services.update_project(user=alice, project_id=harbor.pk, archived=True)
+    for i in range(12):
+        services.create_task(user=alice, title=f"todo {i}", project_id=atlas.pk if i % 2 else None, due_date=dt.date(2026, 12, i + 1))
+    for i in range(6):
+        services.create_task(user=alice, title=f"doing {i}", status="in_progress")
+    for i in range(16):
+        services.create_note(user=alice, title=f"note {i}")
+    with django_assert_num_queries(1):
+        snapshot = selectors.snapshot_for_user(user=alice)
+    # The newest first, at most 10 to-do, 5 in progress and 15 notes.
+    assert [t.title for t in snapshot.todo] == [f"todo {i}" for i in range(11, 1, -1)]
+    assert [t.title for t in snapshot.in_progress] == [f"doing {i}" for i in range(5, 0, -1)]
+    assert [n.title for n in snapshot.notes] == [f"note {i}" for i in range(15, 0, -1)]
+    newest = snapshot.todo[0]
+    assert (newest.project_id, newest.project_name, newest.due_date, newest.priority) == (
+        atlas.pk,
+        atlas.name,
+        dt.date(2026, 12, 12),
+        "medium",
+    )
+    assert (snapshot.todo[1].project_id, snapshot.todo[1].project_name) == (None, "")
+    assert snapshot.completed_count == 1
+    # Every project, archived last, with its own counts (tasks without a project count nowhere).
+    assert [(p.name, p.archived, p.todo, p.in_progress, p.completed, p.notes) for p in snapshot.projects] == [
+        ("Atlas alice", False, 7, 1, 0, 1),
+        ("Harbor alice", True, 0, 0, 1, 0),
+    ]
+    assert "bob" not in str(snapshot) and "charlie" not in str(snapshot)
+
+
+def test_snapshot_of_an_empty_workspace(alice):
+    snapshot = selectors.snapshot_for_user(user=alice)
+    assert (snapshot.todo, snapshot.in_progress, snapshot.completed_count, snapshot.notes, snapshot.projects) == ([], [], 0, [], [])
