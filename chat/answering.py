@@ -21,12 +21,12 @@ import logging
 from dataclasses import dataclass
 from typing import Callable
 
-from channels.db import database_sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
 from chat import agent, deadlines, publishing, rendering, services
 from chat.models import Message
+from project.db import database_sync_to_async
 from project.errors import Rejected
 from questions import metrics as question_metrics
 from questions import selectors as question_selectors
@@ -45,18 +45,19 @@ APPLY = 0
 # --- recording what a completed group means --------------------------------------------------
 
 
-def record_group_outcome(group: QuestionGroup) -> Message | None:
-    """Called inside the transaction that completed the group (exactly once per group).
-    Returns the user-role message it wrote on the person's behalf, if any (to show it)."""
-    group.refresh_from_db()  # completed_at was set by the resolution in this transaction
+def record_group_outcome(resolution: questions.Resolution) -> Message | None:
+    """Called inside the transaction that completed the group (exactly once per group), with the
+    group and its questions as that resolution left them. Returns the user-role message it wrote
+    on the person's behalf, if any (to show it)."""
+    group, questions_ = resolution.group, resolution.questions
     if group.kind == QuestionGroup.Kind.ASK:
-        _tool_result(group, question_selectors.answers_for_model(group))
+        _tool_result(group, question_selectors.answers_for_model(questions_))
     elif group.kind == QuestionGroup.Kind.CONFIRM:
-        _tool_result(group, _confirmation_outcome(group))
+        _tool_result(group, _confirmation_outcome(group, questions_))
     elif group.kind == QuestionGroup.Kind.CLARIFY:
-        return _clarified_request(group)
+        return _clarified_request(group, questions_)
     elif group.kind == QuestionGroup.Kind.DETECTED:
-        return _answer_as_message(group)
+        return _answer_as_message(group, questions_)
     return None
 
 
@@ -71,8 +72,8 @@ def _tool_result(group: QuestionGroup, result: dict) -> None:
     )
 
 
-def _confirmation_outcome(group: QuestionGroup) -> dict:
-    (question,) = question_selectors.group_questions(group)
+def _confirmation_outcome(group: QuestionGroup, questions_: list[PendingQuestion]) -> dict:
+    (question,) = questions_
     if question.status == Status.ANSWERED and question.selected_indexes == [APPLY]:
         try:
             applied = operations.apply(user=group.user, operations=group.payload["operations"])
@@ -84,9 +85,8 @@ def _confirmation_outcome(group: QuestionGroup) -> dict:
     return {"status": "cancelled", "note": "The user cancelled; nothing was changed."}
 
 
-def _clarified_request(group: QuestionGroup) -> Message:
+def _clarified_request(group: QuestionGroup, questions_: list[PendingQuestion]) -> Message:
     request = Message.objects.get(pk=group.payload["request_message_id"])
-    questions_ = question_selectors.group_questions(group)
     skipped = all(q.status == Status.CANCELLED for q in questions_)
     picks = []
     for q in questions_:
@@ -105,9 +105,9 @@ def _clarified_request(group: QuestionGroup) -> Message:
     )
 
 
-def _answer_as_message(group: QuestionGroup) -> Message:
+def _answer_as_message(group: QuestionGroup, questions_: list[PendingQuestion]) -> Message:
     parts, timed_out = [], False
-    for q in question_selectors.group_questions(group):
+    for q in questions_:
         timed_out |= q.status == Status.TIMED_OUT
         if q.answer:
             parts.append(q.answer)
@@ -133,11 +133,13 @@ def _resolve(resolve: Callable[[], questions.Resolution | None]) -> _Resolved | 
         resolution = resolve()
         if resolution is None:
             return None
-        derived = record_group_outcome(resolution.group) if resolution.completed_group else None
+        derived = record_group_outcome(resolution) if resolution.completed_group else None
     # Committed. Render here, in the same hop, so the async side only has to send — from the group
     # row the resolution locked and updated, not a fresh read of it.
     group = resolution.group
-    html = rendering.question_group(group) + (rendering.message_appended(derived) if derived is not None else "")
+    html = rendering.question_group(group, questions=resolution.questions) + (
+        rendering.message_appended(derived) if derived is not None else ""
+    )
     return _Resolved(resolution=resolution, group_name=publishing.group_name(group.conversation_id), html=html)
 
 

@@ -175,9 +175,10 @@ class QuestionCard:
         return self.changes[self.CHANGES_SHOWN :]
 
 
-def question_card(group: QuestionGroup, *, now=None) -> QuestionCard:
+def question_card(group: QuestionGroup, *, questions: list[PendingQuestion] | None = None, now=None) -> QuestionCard:
+    """The card of `group`; `questions`: its questions, when the caller has just read them."""
     now = now or timezone.now()
-    questions = question_selectors.group_questions(group)
+    questions = question_selectors.group_questions(group) if questions is None else questions
     current = next((q for q in questions if q.is_pending), None)
     options, remaining, paused = [], None, False
     if current is not None:
@@ -190,9 +191,9 @@ def question_card(group: QuestionGroup, *, now=None) -> QuestionCard:
     return QuestionCard(group=group, questions=questions, current=current, options=options, remaining=remaining, paused=paused)
 
 
-def question_group(group: QuestionGroup, *, oob: bool = True, error: str = "") -> str:
+def question_group(group: QuestionGroup, *, questions: list[PendingQuestion] | None = None, oob: bool = True, error: str = "") -> str:
     """The group's card: swapped in by id over the websocket (oob), or as an HTTP response."""
-    return render_to_string("questions/_group.html", {"card": question_card(group), "oob": oob, "error": error})
+    return render_to_string("questions/_group.html", {"card": question_card(group, questions=questions), "oob": oob, "error": error})
 
 
 def question_group_appended(group: QuestionGroup) -> str:

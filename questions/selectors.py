@@ -65,11 +65,11 @@ def clarification_rounds(*, conversation_id, since_message_id: int) -> int:
 _STATUS_FOR_MODEL: dict[str, str] = {Status.ANSWERED: "answered", Status.TIMED_OUT: "timed_out", Status.CANCELLED: "skipped"}
 
 
-def answers_for_model(group: QuestionGroup) -> dict:
+def answers_for_model(questions: list[PendingQuestion]) -> dict:
     """What the model receives per question: the answer(s), whether typed, which options, and
     whether the person answered or the deadline applied a default (or none)."""
     rows = []
-    for q in group_questions(group):
+    for q in questions:
         row = {
             "question": q.question,
             "status": _STATUS_FOR_MODEL.get(q.status, q.status),

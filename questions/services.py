@@ -9,12 +9,15 @@ gets the resolved question back. Exactly one resolver completes the group.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import uuid
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from project import rawsql
 from project.errors import Conflict, NotFound, Rejected
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput, QuestionSpec
@@ -68,6 +71,8 @@ class QuestionTimeouts:
 class Resolution:
     question: PendingQuestion
     group: QuestionGroup
+    # Every question of the group as the resolution left them, in order (read under the lock).
+    questions: list[PendingQuestion]
     # True for exactly one resolver: the one whose resolution finished the group.
     completed_group: bool = False
     next_question: PendingQuestion | None = None
@@ -157,14 +162,15 @@ def answer(*, user, question_id, answer: AnswerInput, via: str) -> Resolution:
     """Resolve a question with a person's answer. Raises QuestionNotFound (also for another
     user's question), AnswerRejected for an answer that doesn't fit, AlreadyResolved."""
     with transaction.atomic():
-        question = _own_question(user=user, question_id=question_id)
-        group = QuestionGroup.objects.select_for_update().get(pk=question.group_id)
-        question.refresh_from_db()
+        locked = _lock_group_of(question_id=question_id, user=user)
+        if locked is None:
+            raise QuestionNotFound()
+        group, questions, question = locked
         if not question.is_pending:
             raise AlreadyResolved(question)
         text, indexes, is_custom = _checked(question, answer)
         via = _via(via, is_custom=is_custom, picked=len(indexes))
-        return _resolve(question, group, status=Status.ANSWERED, text=text, indexes=indexes, is_custom=is_custom, via=via)
+        return _resolve(question, group, questions, status=Status.ANSWERED, text=text, indexes=indexes, is_custom=is_custom, via=via)
 
 
 def _via(requested: str, *, is_custom: bool, picked: int) -> str:
@@ -201,17 +207,30 @@ def _key_range(question: PendingQuestion) -> str:
 
 
 def _resolve(
-    question: PendingQuestion, group: QuestionGroup, *, status: str, text: str, indexes: list[int], is_custom: bool, via: str
+    question: PendingQuestion,
+    group: QuestionGroup,
+    questions: list[PendingQuestion],
+    *,
+    status: str,
+    text: str,
+    indexes: list[int],
+    is_custom: bool,
+    via: str,
 ) -> Resolution:
+    """Resolve one question of a group locked by `_lock_group_of`, whose `questions` were read
+    under that lock: they are current, so the rows are updated without being read back."""
     now = timezone.now()
-    updated = PendingQuestion.objects.filter(pk=question.pk, status=Status.PENDING).update(
-        status=status, answer=text, selected_indexes=indexes, is_custom=is_custom, resolved_via=via, resolved_at=now, paused_at=None
-    )
-    question.refresh_from_db()
-    if not updated:
+    fields = {
+        "status": status, "answer": text, "selected_indexes": indexes, "is_custom": is_custom,
+        "resolved_via": via, "resolved_at": now, "paused_at": None,
+    }  # fmt: skip
+    if not PendingQuestion.objects.filter(pk=question.pk, status=Status.PENDING).update(**fields):
+        question.refresh_from_db()
         raise AlreadyResolved(question)
-    resolution = Resolution(question=question, group=group, changed=[question])
-    nxt = group.questions.filter(status=Status.PENDING).order_by("position").first()
+    for name, value in fields.items():
+        setattr(question, name, value)
+    resolution = Resolution(question=question, group=group, questions=questions, changed=[question])
+    nxt = next((q for q in questions if q.is_pending), None)
     if nxt is not None:
         if nxt.deadline is None and nxt.timeout_seconds:
             nxt.deadline = now + dt.timedelta(seconds=nxt.timeout_seconds)
@@ -219,9 +238,49 @@ def _resolve(
         resolution.next_question = nxt
     elif group.completed_at is None:
         group.completed_at = now
-        group.save(update_fields=["completed_at"])
+        QuestionGroup.objects.filter(pk=group.pk).update(completed_at=now)
         resolution.completed_group = True
     return resolution
+
+
+def _lock_group_of(*, question_id, user=None) -> tuple[QuestionGroup, list[PendingQuestion], PendingQuestion] | None:
+    """Lock the group of a question (the user's, when given) and read its questions as they are
+    now: two statements. Every write to a group's questions takes this lock first, so what is
+    read here stays true until the transaction ends. None when there is no such question."""
+    try:
+        question_id = question_id if isinstance(question_id, uuid.UUID) else uuid.UUID(str(question_id))
+    except ValueError:
+        return None
+    rows = rawsql.fetch(_lock_group_sql(by_user=user is not None), {"question": question_id, "user": getattr(user, "pk", None)})
+    if not rows:
+        return None
+    group = rawsql.load(QuestionGroup, rows[0])
+    questions = _questions_of(group)
+    return group, questions, next(q for q in questions if q.pk == question_id)
+
+
+def _questions_of(group: QuestionGroup) -> list[PendingQuestion]:
+    questions = rawsql.fetch_models(PendingQuestion, _group_questions_sql(), {"group": group.pk})
+    for q in questions:
+        q.group = group
+    return questions
+
+
+@functools.cache
+def _lock_group_sql(*, by_user: bool) -> str:
+    own = " AND user_id = %(user)s" if by_user else ""
+    return (
+        f"SELECT {rawsql.columns(QuestionGroup, 'g')} FROM {QuestionGroup._meta.db_table} g WHERE g.id = "
+        f"(SELECT group_id FROM {PendingQuestion._meta.db_table} WHERE id = %(question)s{own}) FOR UPDATE"
+    )
+
+
+@functools.cache
+def _group_questions_sql() -> str:
+    return (
+        f"SELECT {rawsql.columns(PendingQuestion, 'q')} FROM {PendingQuestion._meta.db_table} q "
+        "WHERE q.group_id = %(group)s ORDER BY q.position"
+    )
 
 
 # --- deadlines -------------------------------------------------------------------------------
@@ -231,11 +290,10 @@ def expire_if_due(*, question_id, now: dt.datetime | None = None) -> Resolution 
     """Apply the default if the deadline has passed; None if it hasn't (or someone answered)."""
     now = now or timezone.now()
     with transaction.atomic():
-        question = PendingQuestion.objects.filter(pk=question_id).first()
-        if question is None:
+        locked = _lock_group_of(question_id=question_id)
+        if locked is None:
             return None
-        group = QuestionGroup.objects.select_for_update().get(pk=question.group_id)
-        question.refresh_from_db()
+        group, questions, question = locked
         if not question.is_pending or question.deadline is None or question.deadline > now:
             return None
         indexes = [i for i in question.default_indexes if 0 <= i < len(question.options)]
@@ -245,7 +303,7 @@ def expire_if_due(*, question_id, now: dt.datetime | None = None) -> Resolution 
             indexes = indexes[:1]
         text = ", ".join(question.options[i]["label"] for i in indexes)
         via = Via.TIMEOUT_DEFAULT if indexes else Via.TIMEOUT_NONE
-        return _resolve(question, group, status=Status.TIMED_OUT, text=text, indexes=indexes, is_custom=False, via=via)
+        return _resolve(question, group, questions, status=Status.TIMED_OUT, text=text, indexes=indexes, is_custom=False, via=via)
 
 
 def due_question_ids(*, now: dt.datetime | None = None, limit: int = 200) -> list:
@@ -287,17 +345,11 @@ def resume(*, user, question_id) -> PendingQuestion:
     return question
 
 
-def _own_question(*, user, question_id) -> PendingQuestion:
-    question = PendingQuestion.objects.filter(pk=question_id, user=user).first()
-    if question is None:
-        raise QuestionNotFound()
-    return question
-
-
 def _locked_pending(*, user, question_id) -> PendingQuestion:
-    question = _own_question(user=user, question_id=question_id)
-    QuestionGroup.objects.select_for_update().get(pk=question.group_id)
-    question.refresh_from_db()
+    locked = _lock_group_of(question_id=question_id, user=user)
+    if locked is None:
+        raise QuestionNotFound()
+    question = locked[2]
     if not question.is_pending:
         raise AlreadyResolved(question)
     return question
@@ -316,13 +368,16 @@ def skip_group(*, user, group_id, set_aside: bool = False) -> Resolution:
         if set_aside and group.completed_at is None:
             group.payload = {**group.payload, "set_aside": True}
             group.save(update_fields=["payload"])
-        pending = list(group.questions.filter(status=Status.PENDING).order_by("position"))
+        questions = _questions_of(group)
+        pending = [q for q in questions if q.is_pending]
         if not pending:
-            raise AlreadyResolved(group.questions.order_by("-position").first())
+            raise AlreadyResolved(questions[-1])
         resolution = None
         changed = []
         for question in pending:
-            resolution = _resolve(question, group, status=Status.CANCELLED, text="", indexes=[], is_custom=False, via=Via.SKIPPED)
+            resolution = _resolve(
+                question, group, questions, status=Status.CANCELLED, text="", indexes=[], is_custom=False, via=Via.SKIPPED
+            )
             changed.append(resolution.question)
         resolution.changed = changed
         return resolution
@@ -339,12 +394,11 @@ def record_guess(*, question_id, ranking: list[dict]) -> PendingQuestion | None:
     """Store the guesser's confidences; the top option becomes the timeout default when the
     guesser is confident enough (QUESTION_DEFAULT_MIN_CONFIDENCE).
     `ranking`: [{"index", "confidence" (0..1), "reasoning"}]. No-op once resolved."""
-    question = PendingQuestion.objects.filter(pk=question_id).first()
-    if question is None:
+    # Same lock as every other write (the group's): no deadlock with an answer.
+    locked = _lock_group_of(question_id=question_id)
+    if locked is None:
         return None
-    # Same lock order as every other write (group, then question): no deadlock with an answer.
-    QuestionGroup.objects.select_for_update().get(pk=question.group_id)
-    question.refresh_from_db()
+    question = locked[2]
     if not question.is_pending:
         return None
     by_index = {r["index"]: r for r in ranking if 0 <= r["index"] < len(question.options)}

@@ -1,16 +1,18 @@
 """Answering over HTTP (works without the websocket): validation, 404, 409, nothing written on error."""
 
 import datetime as dt
+import json
 
 import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from chat import answering
 from chat import services as chat_services
 from chat.models import Message
 from questions import services
 from questions.models import PendingQuestion, QuestionGroup
-from questions.schemas import AskUserArgs
+from questions.schemas import AnswerInput, AskUserArgs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,3 +130,19 @@ async def test_the_next_question_starts_its_clock_when_shown(async_client, alice
     await async_client.post(url(first), {"option": "0"})
     second = await fresh(second)
     assert before + dt.timedelta(seconds=299) < second.deadline < timezone.now() + dt.timedelta(seconds=301)
+
+
+def test_an_answer_is_resolved_recorded_and_rendered_in_few_statements(alice, django_assert_num_queries):
+    """Lock the group and read its questions, update the question, complete the group, save the
+    tool result: the card is rendered from what was read under the lock, not read again."""
+    question = make_group(alice, n=2).questions.order_by("position").first()
+    answering._resolve(lambda: services.answer(user=alice, question_id=question.pk, answer=AnswerInput(selected_indexes=[0]), via="option"))
+    second = PendingQuestion.objects.get(group=question.group, position=1)
+    # 5 statements, plus BEGIN, SAVEPOINT, RELEASE SAVEPOINT and COMMIT (it was 15 in all).
+    with django_assert_num_queries(9):
+        resolved = answering._resolve(
+            lambda: services.answer(user=alice, question_id=second.pk, answer=AnswerInput(selected_indexes=[2]), via="option")
+        )
+    assert resolved.resolution.completed_group and "Home" in resolved.html
+    (tool_result,) = Message.objects.filter(role="tool").values_list("content", flat=True)
+    assert json.loads(tool_result)["answers"][1]["answers"] == ["Home"]
