@@ -115,13 +115,7 @@ async def run_scenario(name: str, replies_per_turn: list[Reply], *, turns: int, 
         client = TimedClient(client_from_settings())
         started, cpu_started = time.perf_counter(), time.process_time()
         queries_before, hops_before = Counts.queries, Counts.hops
-        for _ in range(agent.MAX_TURNS_PER_LOCK):
-            async with agent.conversation_turn_lock(conversation.pk):
-                # As agent.run_pending_turns does: is a turn due, and its context, in one hop.
-                ctx = await database_sync_to_async(agent._next_turn)(conversation.pk)
-                if ctx is None:
-                    break
-                await agent.run_turn(ctx, client=client)
+        await agent.run_pending_turns(conversation.pk, client=client)
         total = time.perf_counter() - started
         cpu.append((time.process_time() - cpu_started) / max(1, client.calls) * 1000)
         queries.append(Counts.queries - queries_before)

@@ -32,7 +32,6 @@ import uuid
 from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 import psycopg
-from channels.db import database_sync_to_async
 from django.conf import settings
 
 from chat import background, deadlines, publishing, rendering, selectors, services, stopping, tools
@@ -41,6 +40,7 @@ from chat.selectors import TurnContext, as_chat_message
 from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
 from llm.logs import begin_turn
 from llm.metrics import LLM_CALL_SECONDS
+from project.db import database_sync_to_async
 from questions import clarification, detector, guesser
 from questions import selectors as question_selectors
 from questions import services as questions
@@ -52,10 +52,8 @@ T = TypeVar("T")
 
 # Streamed text is pushed at most this often: one frame per token would flood slow tabs.
 STREAM_FLUSH_SECONDS = 0.08
-# A turn lock that is free again is re-checked this many times for messages that raced in.
-MAX_LOCK_ROUNDS = 3
-# Turns run back to back under one lock while new messages keep arriving; bounded all the same.
-MAX_TURNS_PER_LOCK = 10
+# Turns run back to back while new messages keep arriving; bounded all the same.
+MAX_TURNS_IN_A_ROW = 10
 # Rounds in a row in which every tool call's arguments were unreadable before the turn gives up:
 # the model had its chance to correct itself; more calls would only repeat the garble.
 MAX_MALFORMED_ROUNDS = 2
@@ -73,9 +71,9 @@ async def wait_for_running_turns() -> None:
     await background.wait_for_all()
 
 
-async def run_pending_turns(conversation_id: uuid.UUID) -> None:
+async def run_pending_turns(conversation_id: uuid.UUID, *, client: LLMClient | None = None) -> None:
     try:
-        await _run_pending_turns(conversation_id)
+        await _run_pending_turns(conversation_id, client)
     except (psycopg.OperationalError, OSError) as exc:
         # No database connection for the turn lock (Postgres full or down): the person must see
         # that the reply failed and be able to retry — never a silently unanswered message.
@@ -97,21 +95,21 @@ def _record_unanswered(conversation_id: uuid.UUID, text: str) -> str:
     return "" if error is None else rendering.message_appended(error)
 
 
-async def _run_pending_turns(conversation_id: uuid.UUID) -> None:
-    for _ in range(MAX_LOCK_ROUNDS):
+async def _run_pending_turns(conversation_id: uuid.UUID, client: LLMClient | None) -> None:
+    for _ in range(MAX_TURNS_IN_A_ROW):
         async with conversation_turn_lock(conversation_id) as acquired:
             if not acquired:
-                return  # the turn holding the lock re-checks for new messages before it lets go
-            for _ in range(MAX_TURNS_PER_LOCK):
-                try:
-                    ctx = await database_sync_to_async(_next_turn)(conversation_id)
-                except Exception:  # even a turn that cannot load ends visibly
-                    log.exception("turn could not load", extra={"conversation": str(conversation_id)})
-                    await _fail_without_turn(conversation_id, INTERNAL_ERROR)
-                    break
-                if ctx is None:
-                    break
-                await run_turn(ctx)
+                return  # the worker holding the lock checks for new messages once it lets go
+            try:
+                ctx = await database_sync_to_async(_next_turn)(conversation_id)
+            except Exception:  # even a turn that cannot load ends visibly
+                log.exception("turn could not load", extra={"conversation": str(conversation_id)})
+                await _fail_without_turn(conversation_id, INTERNAL_ERROR)
+                ctx = None
+            if ctx is not None:
+                await run_turn(ctx, client=client)
+        # One turn per hold of the lock. A message sent meanwhile found the lock taken and left
+        # its reply to this check, made once the lock is free again: one statement per turn.
         if not await database_sync_to_async(services.needs_reply)(conversation_id=conversation_id):
             return
 

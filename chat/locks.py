@@ -11,6 +11,7 @@ of exhausting Postgres' max_connections under a burst of answers.
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
@@ -33,10 +34,14 @@ _pools: dict[tuple[asyncio.AbstractEventLoop, str], AsyncConnectionPool] = {}
 
 def _conninfo() -> str:
     s = connection_settings(connection.settings_dict)
+    return _make_conninfo(s["NAME"], s["USER"], s["PASSWORD"], s["HOST"], s["PORT"])
+
+
+@functools.lru_cache(maxsize=8)  # it is the key of the pool every turn looks up
+def _make_conninfo(name: str, user: str, password: str, host: str, port: str | int) -> str:
     return psycopg.conninfo.make_conninfo(
-        dbname=s["NAME"], user=s["USER"] or None, password=s["PASSWORD"] or None, host=s["HOST"] or None, port=s["PORT"] or None,
-        connect_timeout=5,
-    )  # fmt: skip
+        dbname=name, user=user or None, password=password or None, host=host or None, port=port or None, connect_timeout=5
+    )
 
 
 async def _pool() -> AsyncConnectionPool:

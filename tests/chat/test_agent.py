@@ -2,12 +2,14 @@
 
 import asyncio
 import json
+import uuid
 
 import pytest
 from channels.db import database_sync_to_async
 
-from chat import agent, services
-from chat.models import Message
+from chat import agent, selectors, services
+from chat.models import Conversation, Message
+from knowledge.selectors import get_ai_config
 from tests.conftest import build_workspace
 from tests.fake_openai import Reply
 from tests.websocket import form_frame, frames_of_turn, open_socket, receive_until
@@ -260,3 +262,32 @@ async def test_a_turn_that_cannot_even_load_ends_with_a_visible_error(model_endp
     rows = await thread(conversation)
     assert [r["role"] for r in rows] == ["user", "error"] and "went wrong on Clarion's side" in rows[1]["content"]
     assert model_endpoint.requests == []
+
+
+def test_a_turn_reads_its_context_in_three_statements(workspace, alice, settings, django_assert_num_queries):
+    settings.CLARIFICATION_ENABLED = False
+    config = get_ai_config()
+    config.ask_timeout_seconds = 123
+    config.save()
+    conversation = services.start_conversation(user=alice)
+    first = services.post_user_message(user=alice, conversation_id=conversation.pk, content="what is open?")
+    services.save_assistant_message(
+        conversation_id=conversation.pk, in_reply_to_id=first.pk, content="Two tasks.", tool_calls=[], metadata={}
+    )
+    services.post_user_message(user=alice, conversation_id=conversation.pk, content="and in Atlas?")
+    with django_assert_num_queries(3):  # conversation + owner + configuration, history, snapshot
+        ctx = selectors.turn_context(conversation_id=conversation.pk, history_limit=50)
+    assert ctx.owner == alice and ctx.owner.username == "alice"
+    assert ctx.group_name == conversation.group_name and ctx.request_text == "and in Atlas?"
+    assert [(m.role, m.content) for m in ctx.messages[1:]] == [
+        ("user", "what is open?"),
+        ("assistant", "Two tasks."),
+        ("user", "and in Atlas?"),
+    ]
+    assert "design homepage alice" in ctx.messages[0].content and "bob" not in ctx.messages[0].content
+    assert ctx.timeouts.ask == 123 and ctx.projects == ("Atlas alice", "Harbor alice")
+
+
+def test_a_turn_context_for_a_missing_conversation_does_not_exist(db):
+    with pytest.raises(Conversation.DoesNotExist):
+        selectors.turn_context(conversation_id=uuid.uuid4(), history_limit=50)
