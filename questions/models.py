@@ -31,6 +31,9 @@ class QuestionGroup(models.Model):
     payload = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # Raised by every write to the group or its questions, under the group's lock. A card carries
+    # it, so a tab shown a newer card drops an older render that reaches it late.
+    revision = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["created_at"]

@@ -244,19 +244,34 @@ def _resolve(
 
 
 def _lock_group_of(*, question_id, user=None) -> tuple[QuestionGroup, list[PendingQuestion], PendingQuestion] | None:
-    """Lock the group of a question (the user's, when given) and read its questions as they are
-    now: two statements. Every write to a group's questions takes this lock first, so what is
-    read here stays true until the transaction ends. None when there is no such question."""
+    """Lock the group of a question (the user's, when given), raise its revision and read its
+    questions as they are now: two statements. Every write to a group's questions takes this lock
+    first, so what is read here stays true until the transaction ends. None when there is no such
+    question."""
+    key = _as_uuid(question_id)
+    group = None if key is None else _locked_group(_lock_group_sql(of_question=True, by_user=user is not None), key, user)
+    if group is None:
+        return None
+    questions = _questions_of(group)
+    return group, questions, next(q for q in questions if q.pk == key)
+
+
+def _lock_group(*, group_id, user) -> QuestionGroup | None:
+    """`_lock_group_of` for a group named by its own id (the user's)."""
+    key = _as_uuid(group_id)
+    return None if key is None else _locked_group(_lock_group_sql(of_question=False, by_user=True), key, user)
+
+
+def _as_uuid(value) -> uuid.UUID | None:
     try:
-        question_id = question_id if isinstance(question_id, uuid.UUID) else uuid.UUID(str(question_id))
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
     except ValueError:
         return None
-    rows = rawsql.fetch(_lock_group_sql(by_user=user is not None), {"question": question_id, "user": getattr(user, "pk", None)})
-    if not rows:
-        return None
-    group = rawsql.load(QuestionGroup, rows[0])
-    questions = _questions_of(group)
-    return group, questions, next(q for q in questions if q.pk == question_id)
+
+
+def _locked_group(sql: str, key: uuid.UUID, user) -> QuestionGroup | None:
+    rows = rawsql.fetch(sql, {"key": key, "user": getattr(user, "pk", None)})
+    return rawsql.load(QuestionGroup, rows[0]) if rows else None
 
 
 def _questions_of(group: QuestionGroup) -> list[PendingQuestion]:
@@ -267,11 +282,17 @@ def _questions_of(group: QuestionGroup) -> list[PendingQuestion]:
 
 
 @functools.cache
-def _lock_group_sql(*, by_user: bool) -> str:
+def _lock_group_sql(*, of_question: bool, by_user: bool) -> str:
+    # An UPDATE locks the row as SELECT … FOR UPDATE would, and raises the revision in the same
+    # statement: a transaction that rolls back leaves the revision as it was.
     own = " AND user_id = %(user)s" if by_user else ""
+    if of_question:
+        which = f"g.id = (SELECT group_id FROM {PendingQuestion._meta.db_table} WHERE id = %(key)s{own})"
+    else:
+        which = f"g.id = %(key)s{own}"
     return (
-        f"SELECT {rawsql.columns(QuestionGroup, 'g')} FROM {QuestionGroup._meta.db_table} g WHERE g.id = "
-        f"(SELECT group_id FROM {PendingQuestion._meta.db_table} WHERE id = %(question)s{own}) FOR UPDATE"
+        f"UPDATE {QuestionGroup._meta.db_table} g SET revision = g.revision + 1 WHERE {which} "
+        f"RETURNING {rawsql.columns(QuestionGroup, 'g')}"
     )
 
 
@@ -362,7 +383,7 @@ def skip_group(*, user, group_id, set_aside: bool = False) -> Resolution:
     """`s`/`skip`: every unanswered question of the group is cancelled. `set_aside`: the person
     sent a new request instead, and the card's receipt says so."""
     with transaction.atomic():
-        group = QuestionGroup.objects.select_for_update().filter(pk=group_id, user=user).first()
+        group = _lock_group(group_id=group_id, user=user)
         if group is None:
             raise QuestionNotFound()
         if set_aside and group.completed_at is None:

@@ -83,15 +83,36 @@
   // New content has been swapped in (over HTTP or the socket): settle focus once it is all there.
   document.addEventListener("htmx:load", function () { setTimeout(restoreFocus, 0); });
 
+  // --- a card rendered late never replaces a newer one ---------------------------------------------
+  // Every change to a card raises its revision; renders of one card can reach a tab out of order
+  // (the guesser's hints, an answer from another tab), and an older one is dropped.
+  function revisionOf(el) {
+    var value = el && el.getAttribute ? el.getAttribute("data-revision") : null;
+    return value === null ? NaN : parseInt(value, 10);
+  }
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var detail = event.detail;
+    if (detail && detail.fragment && revisionOf(detail.fragment.firstElementChild) < revisionOf(detail.target)) {
+      detail.shouldSwap = false;
+    }
+  });
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var detail = event.detail;
+    var found = detail && typeof detail.serverResponse === "string" && /data-revision="(\d+)"/.exec(detail.serverResponse);
+    if (found && parseInt(found[1], 10) < revisionOf(detail.target)) detail.shouldSwap = false;
+  });
+
   // --- typed answers survive a card's re-render (a pause, a guess, another tab) -------------------
-  // Cards are re-rendered whole over the socket; what someone is typing into one must not vanish.
+  // Cards are re-rendered whole over the socket; what someone is typing into one must not vanish,
+  // and the field they are in keeps the focus even before they type (their next key is text).
   var typedBeforeSwap = [];
   document.addEventListener("htmx:oobBeforeSwap", function () {
     typedBeforeSwap = [];
     document.querySelectorAll(".custom-answer input").forEach(function (input) {
-      if (!input.value) return;
+      var focused = document.activeElement === input;
+      if (!input.value && !focused) return;
       typedBeforeSwap.push({
-        id: input.id, value: input.value, focused: document.activeElement === input,
+        id: input.id, value: input.value, focused: focused,
         start: input.selectionStart, end: input.selectionEnd,
       });
     });
@@ -99,8 +120,8 @@
   document.addEventListener("htmx:oobAfterSwap", function () {
     typedBeforeSwap.forEach(function (typed) {
       var input = document.getElementById(typed.id);
-      if (!input || input.value) return;
-      input.value = typed.value;
+      if (!input || input === document.activeElement) return;
+      if (!input.value) input.value = typed.value;
       if (typed.focused) {
         input.focus({ preventScroll: true });
         try { input.setSelectionRange(typed.start, typed.end); } catch (e) { /* not a text input */ }

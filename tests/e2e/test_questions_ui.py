@@ -194,6 +194,66 @@ def test_custom_answer_in_the_card_and_in_the_chat_box(model_server, browser_con
     assert users == ["plan a trip"]
 
 
+# --- 2b. renders of a card that reach a tab late or while someone types ---------------------------
+
+# Keeps the page's websockets at hand, so a test can deliver a frame exactly as the server's would.
+RECORD_SOCKETS = """
+window.__sockets = [];
+window.WebSocket = class extends window.WebSocket {
+  constructor(...args) { super(...args); window.__sockets.push(this); }
+};
+"""
+
+
+def deliver_frame(page, html: str) -> None:
+    """A frame from the server, through the ws extension's own message handler."""
+    page.evaluate(
+        "html => window.__sockets.filter(s => s.readyState === 1).pop().dispatchEvent(new MessageEvent('message', {data: html}))", html
+    )
+
+
+def card_render(card) -> str:
+    """The card as the server renders it for the socket (an out-of-band swap of the whole card)."""
+    return card.evaluate("el => { const c = el.cloneNode(true); c.setAttribute('hx-swap-oob', 'true'); return c.outerHTML; }")
+
+
+def test_a_late_render_neither_undoes_an_answer_nor_takes_the_focus_from_the_answer_field(model_server, browser_context):
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(
+            question("Which project?", ["Atlas", "Harbor"]), question("What should it be called?", ["Draft", "Final"]), id="call_late"
+        ),
+        Reply.text("Report started."),
+    )
+    browser_context.add_init_script(RECORD_SOCKETS)
+    _, page = user_with_page(browser_context, server.url, "lena")
+    send(page, "start a report")
+    card = page.locator(".question-card")
+    expect(pending_card(page).locator(".question-text")).to_contain_text("Which project?")
+    as_first_shown = card_render(card)
+
+    # The first answer lands; then the card as it was before it (say the guesser's hints, rendered
+    # just before the answer) arrives late. It is older than what the tab shows, so it is dropped.
+    pending_card(page).locator(".option").first.click()
+    expect(card.locator(".question-receipt.answered .receipt-answer")).to_have_text(["Atlas"])
+    deliver_frame(page, as_first_shown)
+    expect(card.locator(".question-receipt.answered .receipt-answer")).to_have_text(["Atlas"])
+    expect(pending_card(page).locator(".question-text")).to_contain_text("What should it be called?")
+
+    # The person is in the empty answer field when the card is re-rendered: the field keeps the
+    # focus, so what they type next is their answer — "A" does not pick option a.
+    field = pending_card(page).locator(".custom-answer input")
+    field.focus()
+    deliver_frame(page, card_render(card))
+    page.keyboard.type("Annual review")
+    expect(pending_card(page).locator(".custom-answer input")).to_have_value("Annual review")
+    expect(card.locator(".question-receipt.answered")).to_have_count(1)
+    page.keyboard.press("Enter")
+    expect(page.locator(".message-assistant .markdown")).to_contain_text("Report started.")
+    assert [r["answers"] for r in tool_result(fake, "call_late")["answers"]] == [["Atlas"], ["Annual review"]]
+
+
 # --- 3. multi-select -------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from chat import answering
+from chat import answering, rendering
 from chat import services as chat_services
 from chat.models import Message
 from questions import services
@@ -146,3 +146,30 @@ def test_an_answer_is_resolved_recorded_and_rendered_in_few_statements(alice, dj
     assert resolved.resolution.completed_group and "Home" in resolved.html
     (tool_result,) = Message.objects.filter(role="tool").values_list("content", flat=True)
     assert json.loads(tool_result)["answers"][1]["answers"] == ["Home"]
+    assert 'data-revision="2"' in resolved.html
+
+
+def test_every_change_to_a_group_raises_the_revision_its_card_carries(alice):
+    """Renders of a card can reach a tab out of order; the tab keeps the highest revision. Each
+    write raises it under the group's lock, and a refused one leaves it as it was."""
+    group = make_group(alice, n=2, allow_custom=False)
+    first, second = group.questions.order_by("position")
+
+    def revision() -> int:
+        return QuestionGroup.objects.get(pk=group.pk).revision
+
+    assert revision() == 0
+    with pytest.raises(services.AnswerRejected):
+        services.answer(user=alice, question_id=first.pk, answer=AnswerInput(custom="typed"), via="custom")
+    assert revision() == 0
+    services.pause(user=alice, question_id=first.pk)
+    services.resume(user=alice, question_id=first.pk)
+    assert revision() == 2
+    services.answer(user=alice, question_id=first.pk, answer=AnswerInput(selected_indexes=[0]), via="option")
+    services.record_guess(question_id=second.pk, ranking=[{"index": 1, "confidence": 0.9}])
+    assert revision() == 4
+    with pytest.raises(services.QuestionNotFound):
+        services.skip_group(user=alice, group_id="not-a-group")
+    services.skip_group(user=alice, group_id=group.pk)
+    assert revision() == 5
+    assert 'data-revision="5"' in rendering.question_group(QuestionGroup.objects.get(pk=group.pk), oob=True)
