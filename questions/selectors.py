@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import functools
+
+from project import rawsql
+from questions.errors import QuestionNotFound
 from questions.models import PendingQuestion, QuestionGroup
 
 Status = PendingQuestion.Status
@@ -7,8 +11,6 @@ Status = PendingQuestion.Status
 
 def question_for_user(*, user, question_id) -> PendingQuestion:
     """The user's question; QuestionNotFound (a 404) also for another user's id."""
-    from questions.services import QuestionNotFound
-
     question = PendingQuestion.objects.select_related("group").filter(pk=question_id, user=user).first()
     if question is None:
         raise QuestionNotFound()
@@ -48,7 +50,20 @@ def open_group_sql(conversation_param: str) -> str:
 
 
 def group_questions(group: QuestionGroup) -> list[PendingQuestion]:
-    return list(group.questions.order_by("position"))
+    """The group's questions in order, each with `group` set to this instance (one statement;
+    it runs on every answer, so it is written in SQL)."""
+    questions = rawsql.fetch_models(PendingQuestion, _group_questions_sql(), {"group": group.pk})
+    for q in questions:
+        q.group = group
+    return questions
+
+
+@functools.cache
+def _group_questions_sql() -> str:
+    return (
+        f"SELECT {rawsql.columns(PendingQuestion, 'q')} FROM {PendingQuestion._meta.db_table} q "
+        "WHERE q.group_id = %(group)s ORDER BY q.position"
+    )
 
 
 def groups_for_conversation(*, conversation_id) -> list[QuestionGroup]:

@@ -4,6 +4,8 @@ Every write locks the question's group row first, so answers, deadlines and skip
 are serialized across processes; a question's own resolution is a conditional UPDATE on
 `status='pending'`, so a second resolver (double click, second tab, deadline) loses cleanly and
 gets the resolved question back. Exactly one resolver completes the group.
+
+The errors these raise live in `questions.errors` and are importable from here too.
 """
 
 from __future__ import annotations
@@ -18,35 +20,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from project import rawsql
-from project.errors import Conflict, NotFound, Rejected
+from questions import selectors
+from questions.errors import AlreadyResolved, AnswerRejected, AskRejected, QuestionNotFound
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput, QuestionSpec
 
 Status = PendingQuestion.Status
 Via = PendingQuestion.ResolvedVia
-
-
-class AskRejected(ValueError):
-    """The model may not ask right now; the text tells it why (it arrives as a tool error)."""
-
-
-class AnswerRejected(Rejected):
-    """An answer that does not fit its question; nothing was written. The text is for the person."""
-
-
-class QuestionNotFound(NotFound):
-    """No such question or group — or another user's, which looks the same."""
-
-    def __init__(self, message: str = "That question was not found."):
-        super().__init__(message)
-
-
-class AlreadyResolved(Conflict):
-    """Someone (or the deadline) resolved this question first. Entry points show its receipt."""
-
-    def __init__(self, question: PendingQuestion):
-        super().__init__("That question was already answered.")
-        self.question = question
 
 
 @dataclass(frozen=True)
@@ -275,10 +255,7 @@ def _locked_group(sql: str, key: uuid.UUID, user) -> QuestionGroup | None:
 
 
 def _questions_of(group: QuestionGroup) -> list[PendingQuestion]:
-    questions = rawsql.fetch_models(PendingQuestion, _group_questions_sql(), {"group": group.pk})
-    for q in questions:
-        q.group = group
-    return questions
+    return selectors.group_questions(group)
 
 
 @functools.cache
@@ -293,14 +270,6 @@ def _lock_group_sql(*, of_question: bool, by_user: bool) -> str:
     return (
         f"UPDATE {QuestionGroup._meta.db_table} g SET revision = g.revision + 1 WHERE {which} "
         f"RETURNING {rawsql.columns(QuestionGroup, 'g')}"
-    )
-
-
-@functools.cache
-def _group_questions_sql() -> str:
-    return (
-        f"SELECT {rawsql.columns(PendingQuestion, 'q')} FROM {PendingQuestion._meta.db_table} q "
-        "WHERE q.group_id = %(group)s ORDER BY q.position"
     )
 
 
