@@ -177,7 +177,7 @@ class OpenAICompatibleClient:
                     raise self._timeout_error(budget, first_token_at, deadline, first=True) from None
                 opened = True
                 try:
-                    iterator = _sse_chunks(response).__aiter__()
+                    reads = _sse_reads(response).__aiter__()
                     wait_until = first_token_at
                     while True:
                         # The deadline is only armed while *we* await the network. An
@@ -185,12 +185,12 @@ class OpenAICompatibleClient:
                         # consumer's code instead (as a bare CancelledError).
                         try:
                             async with asyncio.timeout_at(wait_until):
-                                chunk = await anext(iterator)
+                                chunks = await anext(reads)
                         except StopAsyncIteration:
                             break
                         except TimeoutError:
                             raise self._timeout_error(budget, wait_until, deadline, first=acc.chunks == 0) from None
-                        text = acc.add(chunk)
+                        text = "".join([acc.add(chunk) for chunk in chunks])
                         wait_until = min(loop.time() + budget.idle_seconds, deadline)
                         if text:
                             emitted_text = True
@@ -234,7 +234,7 @@ class OpenAICompatibleClient:
     async def _post(self, request: dict[str, Any], budget: CallBudget, *, stream: bool) -> Any:
         """POST /chat/completions through the SDK (auth, base URL, status errors), with the
         body as built here: it is plain JSON already, so the SDK's per-request conversion of
-        typed parameters is skipped. Streamed: the open response, read by `_sse_chunks`."""
+        typed parameters is skipped. Streamed: the open response, read by `_sse_reads`."""
         options: Any = {"timeout": self._http_timeout(budget)}
         if stream:
             return await self._sdk().post("/chat/completions", cast_to=_RAW_RESPONSE, body=request, options=options, stream=True)
@@ -422,40 +422,65 @@ class _StreamAccumulator:
         )
 
 
-async def _sse_chunks(response: Any) -> AsyncIterator[object]:
-    """The JSON chunks of a server-sent-events body, parsed with `json` alone.
+async def _sse_reads(response: Any) -> AsyncIterator[list[object]]:
+    """The JSON chunks of a server-sent-events body, a list per read from the network.
 
-    The SDK would build a typed model object per chunk (most of a streamed reply's CPU in
-    Clarion); the accumulator reads the few fields it needs from the plain JSON instead. As the
-    SDK does, `[DONE]` ends the stream and an `{"error": …}` chunk raises `openai.APIError`."""
-    data: list[str] = []
-    lines = response.aiter_lines()
+    Parsed with `json` alone, from bytes: the SDK would build a typed model object per chunk, and
+    reading by lines would take every chunk through several layers of async iterators. A model
+    that sends faster than the reader reads arrives as several chunks in one read; they are
+    handled together (one deadline, one update of the screen), and nothing waits for a read to
+    fill. As the SDK does, `[DONE]` ends the stream and an `{"error": …}` chunk raises
+    `openai.APIError`. Lines end in LF, CRLF or CR; an event ends at an empty line or at the end
+    of the body."""
+    reads = response.aiter_bytes()
+    pending = b""  # an unfinished line, carried into the next read
+    data: list[bytes] = []  # the data lines of the event being read
     while True:
         try:
-            line = await anext(lines, None)
+            received = await anext(reads, None)
         except Exception as exc:  # the body could not be read to its end: the connection dropped
             raise openai.APIConnectionError(message="The stream was cut off.", request=response.request) from exc
-        if line:
-            field, _, value = line.partition(":")
-            if field == "data":
-                data.append(value[1:] if value.startswith(" ") else value)
-            continue  # comments (":…"), event names and ids carry nothing a chunk needs
-        if data:
-            payload, data = "\n".join(data), []
-            if payload.startswith("[DONE]"):
+        text = pending + (received or b"")
+        # A CR at the end may be the first half of a CRLF: it waits for the next read.
+        held = b"\r" if received is not None and text.endswith(b"\r") else b""
+        lines = text[: len(text) - len(held)].replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        if received is None:  # the end of the body ends its last line and its last event
+            lines.append(b"")
+            pending = b""
+        else:
+            pending = lines.pop() + held
+        chunks: list[object] = []
+        for line in lines:
+            if line:
+                field, _, value = line.partition(b":")
+                if field == b"data":
+                    data.append(value[1:] if value.startswith(b" ") else value)
+                continue  # comments (":…"), event names and ids carry nothing a chunk needs
+            if not data:
+                continue
+            payload, data = b"\n".join(data), []
+            if payload.startswith(b"[DONE]"):
+                if chunks:
+                    yield chunks
                 return
-            chunk = json.loads(payload)
-            if isinstance(chunk, dict) and chunk.get("error"):
-                error = chunk["error"]
-                message = error.get("message") if isinstance(error, dict) else None
-                raise openai.APIError(
-                    message if isinstance(message, str) and message else "An error occurred during streaming",
-                    response.request,
-                    body=error,
-                )
-            yield chunk
-        if line is None:
+            chunks.append(_sse_chunk(payload, response))
+        if chunks:
+            yield chunks
+        if received is None:
             return
+
+
+def _sse_chunk(payload: bytes, response: Any) -> object:
+    chunk = json.loads(payload)
+    if isinstance(chunk, dict) and chunk.get("error"):
+        error = chunk["error"]
+        message = error.get("message") if isinstance(error, dict) else None
+        raise openai.APIError(
+            message if isinstance(message, str) and message else "An error occurred during streaming",
+            response.request,
+            body=error,
+        )
+    return chunk
 
 
 def _raise(err: LLMError, cause: BaseException) -> NoReturn:
