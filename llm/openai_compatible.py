@@ -233,12 +233,14 @@ class OpenAICompatibleClient:
 
     async def _post(self, request: dict[str, Any], budget: CallBudget, *, stream: bool) -> Any:
         """POST /chat/completions through the SDK (auth, base URL, status errors), with the
-        body as built here: it is plain JSON already, so the SDK's per-request conversion of
-        typed parameters is skipped. Streamed: the open response, read by `_sse_reads`."""
+        body encoded here (`_body`): it is plain JSON already, so the SDK's per-request
+        conversion of typed parameters is skipped. Streamed: the open response, read by
+        `_sse_reads`."""
         options: Any = {"timeout": self._http_timeout(budget)}
+        body = _body(request)
         if stream:
-            return await self._sdk().post("/chat/completions", cast_to=_RAW_RESPONSE, body=request, options=options, stream=True)
-        return await self._sdk().post("/chat/completions", cast_to=ChatCompletion, body=request, options=options)
+            return await self._sdk().post("/chat/completions", cast_to=_RAW_RESPONSE, content=body, options=options, stream=True)
+        return await self._sdk().post("/chat/completions", cast_to=ChatCompletion, content=body, options=options)
 
     @staticmethod
     def _http_timeout(budget: CallBudget) -> httpx2.Timeout:
@@ -268,13 +270,7 @@ class OpenAICompatibleClient:
     def _request(self, messages: list[ChatMessage], tools: list[ToolSpec] | None) -> dict[str, Any]:
         request: dict[str, Any] = {"model": self.model, "messages": [_message_param(m) for m in messages]}
         if tools:
-            request["tools"] = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-                }
-                for t in tools
-            ]
+            request["tools"] = tools  # encoded by `_body`
         return request
 
     def _map_error(self, exc: BaseException, timeout: float, *, mid_stream: bool = False) -> LLMError:
@@ -481,6 +477,35 @@ def _sse_chunk(payload: bytes, response: Any) -> object:
             body=error,
         )
     return chunk
+
+
+def _body(request: dict[str, Any]) -> bytes:
+    """The request as its JSON body (as the SDK would encode it), with the tools' encodings reused."""
+    tools: list[ToolSpec] = request.get("tools") or []
+    rest = {key: value for key, value in request.items() if key != "tools"}
+    body = json.dumps(rest, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    if not tools:
+        return body
+    return body[:-1] + b',"tools":[' + b",".join(_tool_json(t) for t in tools) + b"]}"
+
+
+# id(spec) → (spec, its encoding). The entry holds the spec, so its id is not reused while cached.
+_TOOL_JSON: dict[int, tuple[ToolSpec, bytes]] = {}
+_TOOL_JSON_MAX = 256
+
+
+def _tool_json(tool: ToolSpec) -> bytes:
+    """A tool as the request lists it, encoded once per spec: the tools' schemas are most of every
+    request's body, and the same few specs go out with every model call."""
+    cached = _TOOL_JSON.get(id(tool))
+    if cached is not None:
+        return cached[1]
+    entry = {"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}
+    encoded = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    if len(_TOOL_JSON) >= _TOOL_JSON_MAX:
+        _TOOL_JSON.clear()
+    _TOOL_JSON[id(tool)] = (tool, encoded)
+    return encoded
 
 
 def _raise(err: LLMError, cause: BaseException) -> NoReturn:

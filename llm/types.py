@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, AsyncIterator, Literal, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from llm.budget import CallBudget
@@ -33,6 +33,9 @@ class ChatMessage(BaseModel):
 
 
 class ToolSpec(BaseModel):
+    # Frozen: the client encodes a spec once and reuses that encoding for every request.
+    model_config = ConfigDict(frozen=True)
+
     name: str
     description: str
     parameters: dict  # JSON schema of the arguments object

@@ -68,6 +68,7 @@ async def test_complete_plain_text(fake_openai: FakeOpenAI) -> None:
     ]
     assert "tools" not in sent
     assert fake_openai.request_headers[0]["authorization"] == f"Bearer {API_KEY}"
+    assert fake_openai.request_headers[0]["content-type"] == "application/json"
 
 
 def test_client_satisfies_protocol_and_has_safe_name(fake_openai: FakeOpenAI) -> None:
@@ -91,11 +92,15 @@ async def test_complete_sends_tools_and_history_and_returns_tool_calls(fake_open
     ]
 
     result = await client.complete(history, tools=[tool])
+    await client.complete(history, tools=[tool, tool.model_copy(update={"name": "list_tasks"})])  # the first's encoding is reused
 
     assert result.finish_reason == "tool_calls"
     assert [(c.id, c.name, json.loads(c.arguments)) for c in result.tool_calls] == [("call_a", "create_task", {"title": "Buy milk"})]
     sent = fake_openai.requests[0]
     assert sent["tools"] == [{"type": "function", "function": tool.model_dump()}]
+    assert fake_openai.requests[1]["tools"] == [{"type": "function", "function": tool.model_dump()}] + [
+        {"type": "function", "function": {**tool.model_dump(), "name": "list_tasks"}}
+    ]
     assert sent["messages"][2] == {
         "role": "assistant",
         "content": None,
