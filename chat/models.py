@@ -1,4 +1,3 @@
-import json
 import uuid
 
 from django.conf import settings
@@ -64,18 +63,3 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"
-
-    @property
-    def tool_activity(self) -> list[str]:
-        """One line per tool call, for the muted "looked up…" line in the thread."""
-        lines = []
-        for call in self.tool_calls:
-            if call.get("name") in CARD_TOOLS:
-                continue  # the question card shows these in full
-            try:
-                args = json.loads(call.get("arguments") or "{}")
-            except (TypeError, ValueError):
-                args = {}
-            shown = ", ".join(f"{k}: {v}" for k, v in args.items() if v not in (None, "")) if isinstance(args, dict) else ""
-            lines.append(f"{call.get('name', '?')}({shown})")
-        return lines

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from chat.models import Conversation, Message
+from chat.models import CARD_TOOLS, Conversation, Message
 from knowledge.rendering import render_markdown
 from questions import selectors as question_selectors
 from questions.models import PendingQuestion, QuestionGroup
@@ -218,7 +218,7 @@ def tool_activity(message: Message) -> list[ToolActivity]:
     lines = []
     for call in message.tool_calls:
         name = call.get("name", "")
-        if name in ("ask_user", "propose_operations"):
+        if name in CARD_TOOLS:
             continue  # the question card shows these in full
         try:
             args = json.loads(call.get("arguments") or "{}")
