@@ -232,7 +232,7 @@ def _lock_group_of(*, question_id, user=None) -> tuple[QuestionGroup, list[Pendi
     group = None if key is None else _locked_group(_lock_group_sql(of_question=True, by_user=user is not None), key, user)
     if group is None:
         return None
-    questions = _questions_of(group)
+    questions = selectors.group_questions(group)
     return group, questions, next(q for q in questions if q.pk == key)
 
 
@@ -252,10 +252,6 @@ def _as_uuid(value) -> uuid.UUID | None:
 def _locked_group(sql: str, key: uuid.UUID, user) -> QuestionGroup | None:
     rows = rawsql.fetch(sql, {"key": key, "user": getattr(user, "pk", None)})
     return rawsql.load(QuestionGroup, rows[0]) if rows else None
-
-
-def _questions_of(group: QuestionGroup) -> list[PendingQuestion]:
-    return selectors.group_questions(group)
 
 
 @functools.cache
@@ -358,7 +354,7 @@ def skip_group(*, user, group_id, set_aside: bool = False) -> Resolution:
         if set_aside and group.completed_at is None:
             group.payload = {**group.payload, "set_aside": True}
             group.save(update_fields=["payload"])
-        questions = _questions_of(group)
+        questions = selectors.group_questions(group)
         pending = [q for q in questions if q.is_pending]
         if not pending:
             raise AlreadyResolved(questions[-1])
