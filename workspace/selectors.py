@@ -90,19 +90,10 @@ def projects_for_user(*, user, include_archived: bool = True) -> list[Project]:
 
 def project_stats_for_user(*, user) -> list[ProjectStats]:
     """Every project of the user with its task counts by status and its note count: two queries."""
-    return _with_stats(user=user, counts=_task_counts_by_project(user=user))
-
-
-def _task_counts_by_project(*, user) -> dict[int | None, dict[str, int]]:
-    """{project id (None: no project): {status: count}}, from one grouped count."""
     counts: dict[int | None, dict[str, int]] = {}
     rows = Task.objects.filter(owner=user).order_by().values_list("project_id", "status").annotate(n=Count("id"))
     for project_id, status, n in rows:
         counts.setdefault(project_id, dict.fromkeys(Task.Status.values, 0))[status] = n
-    return counts
-
-
-def _with_stats(*, user, counts: dict[int | None, dict[str, int]]) -> list[ProjectStats]:
     projects = Project.objects.filter(owner=user).annotate(note_count=Count("notes")).order_by("archived", "name", "id")
     empty = dict.fromkeys(Task.Status.values, 0)
     return [
