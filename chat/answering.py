@@ -4,9 +4,11 @@ Every way in — an HTMX POST, a websocket frame, text typed in the chat box, a 
 — ends here, in two halves:
 
 1. In one thread hop, one transaction (`_resolve`): `questions.services` resolves the question,
-   and when that completed its group, `record_group_outcome` records what the answer means (the
+   and when that completed its group, `record_group_outcomes` records what the answer means (the
    tool result the model receives, the operations a confirmation applies, the enhanced request
    of a clarification). After the commit, the same hop renders what every tab should now show.
+   Answers that arrive while a hop runs wait for the next and share it (`chat.batching`): a
+   burst of a hundred answers is a few hops and a few transactions, not a hundred.
 2. After commit (`_after_commit`): broadcast those partials, arm the next question's timer, and
    — only for the resolver that completed the group — start the next turn.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Callable
 
@@ -25,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from chat import agent, deadlines, publishing, rendering, services
+from chat.batching import Batcher
 from chat.models import Message
 from project.db import database_sync_to_async
 from project.errors import Rejected
@@ -45,31 +49,45 @@ APPLY = 0
 # --- recording what a completed group means --------------------------------------------------
 
 
-def record_group_outcome(resolution: questions.Resolution) -> Message | None:
-    """Called inside the transaction that completed the group (exactly once per group), with the
-    group and its questions as that resolution left them. Returns the user-role message it wrote
-    on the person's behalf, if any (to show it)."""
-    group, questions_ = resolution.group, resolution.questions
-    if group.kind == QuestionGroup.Kind.ASK:
-        _tool_result(group, question_selectors.answers_for_model(questions_))
-    elif group.kind == QuestionGroup.Kind.CONFIRM:
-        _tool_result(group, _confirmation_outcome(group, questions_))
-    elif group.kind == QuestionGroup.Kind.CLARIFY:
-        return _clarified_request(group, questions_)
-    elif group.kind == QuestionGroup.Kind.DETECTED:
-        return _answer_as_message(group, questions_)
-    return None
+def record_group_outcomes(resolutions: list[questions.Resolution]) -> dict[uuid.UUID, Message]:
+    """Called inside the transaction that completed these groups (exactly once per group), with
+    each group and its questions as its resolution left them. Returns the user-role messages it
+    wrote on the person's behalf, by group id (to show them). The tool results of all the groups
+    are saved in one statement."""
+    results: list[tuple[QuestionGroup, dict]] = []
+    derived: dict[uuid.UUID, Message] = {}
+    for resolution in resolutions:
+        group, questions_ = resolution.group, resolution.questions
+        if group.kind == QuestionGroup.Kind.ASK:
+            results.append((group, question_selectors.answers_for_model(questions_)))
+        elif group.kind == QuestionGroup.Kind.CONFIRM:
+            results.append((group, _confirmation_outcome(group, questions_)))
+        elif group.kind == QuestionGroup.Kind.CLARIFY:
+            derived[group.pk] = _clarified_request(group, questions_)
+        elif group.kind == QuestionGroup.Kind.DETECTED:
+            derived[group.pk] = _answer_as_message(group, questions_)
+    _tool_results(results)
+    return derived
 
 
-def _tool_result(group: QuestionGroup, result: dict) -> None:
-    services.save_tool_result(
-        conversation_id=group.conversation_id,
-        in_reply_to_id=group.payload["in_reply_to_id"],
-        tool_call_id=group.tool_call_id,
-        tool_name=group.tool_name,
-        content=json.dumps(result, ensure_ascii=False),
-        is_error=False,
-    )
+def _tool_results(results: list[tuple[QuestionGroup, dict]]) -> None:
+    """Each group's asking tool call gets `result` as its answer."""
+    if results:
+        services.save_tool_results_of_calls(
+            [
+                (
+                    group.conversation_id,
+                    group.payload["in_reply_to_id"],
+                    services.ToolResult(
+                        tool_call_id=group.tool_call_id,
+                        tool_name=group.tool_name,
+                        content=json.dumps(result, ensure_ascii=False),
+                        is_error=False,
+                    ),
+                )
+                for group, result in results
+            ]
+        )
 
 
 def _confirmation_outcome(group: QuestionGroup, questions_: list[PendingQuestion]) -> dict:
@@ -128,19 +146,44 @@ class _Resolved:
     html: str  # the group's card as it is now, plus the message written on the person's behalf
 
 
-def _resolve(resolve: Callable[[], questions.Resolution | None]) -> _Resolved | None:
+def _resolve(resolve: Callable[[], list[questions.Resolution | questions.QuestionError]]) -> list[_Resolved | questions.QuestionError]:
+    """`resolve` resolves questions inside one transaction; the groups that completed get what
+    they mean recorded in it. Errors `resolve` returns in an answer's place stay in its place."""
     with transaction.atomic():
-        resolution = resolve()
-        if resolution is None:
-            return None
-        derived = record_group_outcome(resolution) if resolution.completed_group else None
+        outcomes = resolve()
+        derived = record_group_outcomes([o for o in outcomes if isinstance(o, questions.Resolution) and o.completed_group])
     # Committed. Render here, in the same hop, so the async side only has to send — from the group
-    # row the resolution locked and updated, not a fresh read of it.
+    # rows the resolution locked and updated, not a fresh read of them.
+    return [
+        o if not isinstance(o, questions.Resolution) else _rendered(o, derived.get(o.group.pk) if o.completed_group else None)
+        for o in outcomes
+    ]
+
+
+def _rendered(resolution: questions.Resolution, derived: Message | None) -> _Resolved:
     group = resolution.group
     html = rendering.question_group(group, questions=resolution.questions) + (
         rendering.message_appended(derived) if derived is not None else ""
     )
     return _Resolved(resolution=resolution, group_name=publishing.group_name(group.conversation_id), html=html)
+
+
+def _resolve_one(resolve: Callable[[], questions.Resolution | None]) -> _Resolved | None:
+    resolved = _resolve(lambda: [r for r in [resolve()] if r is not None])
+    return resolved[0] if resolved else None  # type: ignore[return-value]  # `resolve` returns no errors
+
+
+def _resolve_answers(requests: list[questions.AnswerRequest]) -> list[_Resolved | Exception]:
+    """Answers received together, resolved in one transaction. When that transaction fails (a
+    deadlock, one group's outcome that cannot be recorded), each is resolved in a transaction of
+    its own, so that only the one at fault fails."""
+    try:
+        return list(_resolve(lambda: questions.answer_many(requests)))
+    except Exception as exc:
+        if len(requests) == 1:
+            return [exc]
+        log.warning("%d answers could not be resolved together (%r); resolving them one at a time", len(requests), exc)
+        return [_resolve_answers([request])[0] for request in requests]
 
 
 async def _after_commit(resolved: _Resolved) -> questions.Resolution:
@@ -154,25 +197,35 @@ async def _after_commit(resolved: _Resolved) -> questions.Resolution:
     return resolution
 
 
+# A burst's answers share hops of up to this many (one transaction each); see chat.batching.
+ANSWERS_PER_HOP = 100
+
+_answers: Batcher[questions.AnswerRequest, _Resolved] = Batcher(
+    lambda requests: database_sync_to_async(_resolve_answers)(requests), _after_commit, limit=ANSWERS_PER_HOP
+)
+
+
 # --- entry points (async: they publish and may start the next turn) --------------------------
 
 
 async def submit_answer(*, user, question_id, answer: AnswerInput, via: str) -> questions.Resolution:
-    """Raises questions.QuestionNotFound, questions.AnswerRejected or questions.AlreadyResolved."""
-    resolved = await database_sync_to_async(_resolve)(lambda: questions.answer(user=user, question_id=question_id, answer=answer, via=via))
-    return await _after_commit(resolved)
+    """Raises questions.QuestionNotFound, questions.AnswerRejected or questions.AlreadyResolved.
+    Answers that arrive while others are being resolved are resolved together with them."""
+    request = questions.AnswerRequest(user=user, question_id=question_id, answer=answer, via=via)
+    return await _answers.submit(request)
 
 
 async def expire(question_id, *, early_seconds: float = 0.0) -> questions.Resolution | None:
     """Apply the default if the deadline has passed. `early_seconds` tolerates a browser whose
     countdown reached zero a moment before the server's clock."""
     now = timezone.now() + dt.timedelta(seconds=early_seconds)
-    resolved = await database_sync_to_async(_resolve)(lambda: questions.expire_if_due(question_id=question_id, now=now))
+    resolved = await database_sync_to_async(_resolve_one)(lambda: questions.expire_if_due(question_id=question_id, now=now))
     return None if resolved is None else await _after_commit(resolved)
 
 
 async def skip(*, user, group_id) -> questions.Resolution:
-    resolved = await database_sync_to_async(_resolve)(lambda: questions.skip_group(user=user, group_id=group_id))
+    resolved = await database_sync_to_async(_resolve_one)(lambda: questions.skip_group(user=user, group_id=group_id))
+    assert resolved is not None  # skip_group raises rather than return nothing
     return await _after_commit(resolved)
 
 
@@ -244,7 +297,7 @@ async def set_aside(*, user, group: QuestionGroup) -> None:
             except questions.AlreadyResolved:
                 return None  # answered or timed out a moment ago; that continuation stands
             if resolution.completed_group and resolution.group.tool_call_id:
-                _tool_result(resolution.group, {"status": "cancelled", "note": SET_ASIDE_NOTE})
+                _tool_results([(resolution.group, {"status": "cancelled", "note": SET_ASIDE_NOTE})])
             return resolution
 
     resolution = await database_sync_to_async(cancel)()

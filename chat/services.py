@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import functools
+import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -166,6 +167,12 @@ class ToolResult:
 
 
 def save_tool_results(*, conversation_id, in_reply_to_id: int, results: list[ToolResult]) -> list[Message]:
+    return save_tool_results_of_calls([(conversation_id, in_reply_to_id, r) for r in results])
+
+
+def save_tool_results_of_calls(calls: list[tuple[uuid.UUID, int, ToolResult]]) -> list[Message]:
+    """Results of tool calls from any conversations, in one statement: [(conversation id, the
+    user message its turn answers, result)]."""
     return Message.objects.bulk_create(
         [
             Message(
@@ -177,7 +184,7 @@ def save_tool_results(*, conversation_id, in_reply_to_id: int, results: list[Too
                 tool_name=r.tool_name,
                 metadata={"is_error": r.is_error, **({"malformed": True} if r.malformed else {})},
             )
-            for r in results
+            for conversation_id, in_reply_to_id, r in calls
         ]
     )
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import functools
+import uuid
 
 from project import rawsql
 from questions.errors import QuestionNotFound
@@ -52,17 +53,24 @@ def open_group_sql(conversation_param: str) -> str:
 def group_questions(group: QuestionGroup) -> list[PendingQuestion]:
     """The group's questions in order, each with `group` set to this instance (one statement;
     it runs on every answer, so it is written in SQL)."""
-    questions = rawsql.fetch_models(PendingQuestion, _group_questions_sql(), {"group": group.pk})
-    for q in questions:
-        q.group = group
-    return questions
+    return questions_of_groups({group.pk: group}).get(group.pk, [])
+
+
+def questions_of_groups(groups: dict[uuid.UUID, QuestionGroup]) -> dict[uuid.UUID, list[PendingQuestion]]:
+    """{group id: its questions in order, each with `group` set} for the groups given by id, in
+    one statement."""
+    found: dict[uuid.UUID, list[PendingQuestion]] = {}
+    for q in rawsql.fetch_models(PendingQuestion, _questions_of_groups_sql(), {"groups": list(groups)}):
+        q.group = groups[q.group_id]
+        found.setdefault(q.group_id, []).append(q)
+    return found
 
 
 @functools.cache
-def _group_questions_sql() -> str:
+def _questions_of_groups_sql() -> str:
     return (
         f"SELECT {rawsql.columns(PendingQuestion, 'q')} FROM {PendingQuestion._meta.db_table} q "
-        "WHERE q.group_id = %(group)s ORDER BY q.position"
+        "WHERE q.group_id = ANY(%(groups)s::uuid[]) ORDER BY q.group_id, q.position"
     )
 
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import json
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -138,19 +140,71 @@ def _check_limits(*, user, conversation_id, new: int, now: dt.datetime) -> None:
 # --- answering -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class AnswerRequest:
+    """One person's answer to one question, as an entry point received it."""
+
+    user: Any
+    question_id: Any
+    answer: AnswerInput
+    via: str
+
+
+QuestionError = QuestionNotFound | AnswerRejected | AlreadyResolved
+
+
 def answer(*, user, question_id, answer: AnswerInput, via: str) -> Resolution:
     """Resolve a question with a person's answer. Raises QuestionNotFound (also for another
     user's question), AnswerRejected for an answer that doesn't fit, AlreadyResolved."""
     with transaction.atomic():
-        locked = _lock_group_of(question_id=question_id, user=user)
-        if locked is None:
-            raise QuestionNotFound()
-        group, questions, question = locked
+        (outcome,) = answer_many([AnswerRequest(user=user, question_id=question_id, answer=answer, via=via)])
+        if isinstance(outcome, Resolution):
+            return outcome
+        raise outcome
+
+
+def answer_many(requests: list[AnswerRequest]) -> list[Resolution | QuestionError]:
+    """Answers to any questions of any people, resolved together in a few statements whatever
+    their number: lock every group concerned (in one order, so two processes cannot deadlock),
+    read their questions, write every resolution. Each answer's outcome is in its place: its
+    Resolution, or the error that refused it (nothing of that answer is written). Two answers to
+    one group apply in order, as they would one after the other. Call it inside a transaction."""
+    keys = [_as_uuid(r.question_id) for r in requests]
+    known = _lock_groups_of([(key, r.user) for r, key in zip(requests, keys, strict=True) if key is not None])
+    now = timezone.now()
+    changes = _Changes()
+    outcomes: list[Resolution | QuestionError] = []
+    for request, key in zip(requests, keys, strict=True):
+        entry = known.get(key) if key is not None else None
+        if entry is None or entry[2].user_id != request.user.pk:
+            outcomes.append(QuestionNotFound())
+            continue
+        group, questions, question = entry
         if not question.is_pending:
-            raise AlreadyResolved(question)
-        text, indexes, is_custom = _checked(question, answer)
-        via = _via(via, is_custom=is_custom, picked=len(indexes))
-        return _resolve(question, group, questions, status=Status.ANSWERED, text=text, indexes=indexes, is_custom=is_custom, via=via)
+            outcomes.append(AlreadyResolved(question))
+            continue
+        try:
+            text, indexes, is_custom = _checked(question, request.answer)
+        except AnswerRejected as exc:
+            outcomes.append(exc)
+            continue
+        via = _via(request.via, is_custom=is_custom, picked=len(indexes))
+        outcomes.append(
+            _settle(
+                question,
+                group,
+                questions,
+                changes,
+                now=now,
+                status=Status.ANSWERED,
+                text=text,
+                indexes=indexes,
+                is_custom=is_custom,
+                via=via,
+            )
+        )
+    changes.save(now)
+    return outcomes
 
 
 def _via(requested: str, *, is_custom: bool, picked: int) -> str:
@@ -186,60 +240,130 @@ def _key_range(question: PendingQuestion) -> str:
     return f"{keys[0]}–{keys[-1]}"
 
 
-def _resolve(
+def _settle(
     question: PendingQuestion,
     group: QuestionGroup,
     questions: list[PendingQuestion],
+    changes: _Changes,
     *,
+    now: dt.datetime,
     status: str,
     text: str,
     indexes: list[int],
     is_custom: bool,
     via: str,
 ) -> Resolution:
-    """Resolve one question of a group locked by `_lock_group_of`, whose `questions` were read
-    under that lock: they are current, so the rows are updated without being read back."""
-    now = timezone.now()
-    fields = {
-        "status": status, "answer": text, "selected_indexes": indexes, "is_custom": is_custom,
-        "resolved_via": via, "resolved_at": now, "paused_at": None,
-    }  # fmt: skip
-    if not PendingQuestion.objects.filter(pk=question.pk, status=Status.PENDING).update(**fields):
-        question.refresh_from_db()
-        raise AlreadyResolved(question)
-    for name, value in fields.items():
-        setattr(question, name, value)
+    """Resolve one pending question of a group locked by `_lock_group_of`, whose `questions` were
+    read under that lock: in memory, noting the rows to write in `changes` (which writes them all
+    at once, without reading them back)."""
+    question.status, question.answer, question.selected_indexes, question.is_custom = status, text, indexes, is_custom
+    question.resolved_via, question.resolved_at, question.paused_at = via, now, None
+    changes.resolved.append(question)
     resolution = Resolution(question=question, group=group, questions=questions, changed=[question])
     nxt = next((q for q in questions if q.is_pending), None)
     if nxt is not None:
         if nxt.deadline is None and nxt.timeout_seconds:
             nxt.deadline = now + dt.timedelta(seconds=nxt.timeout_seconds)
-            nxt.save(update_fields=["deadline"])
+            changes.clocks_started.append(nxt)
         resolution.next_question = nxt
     elif group.completed_at is None:
         group.completed_at = now
-        QuestionGroup.objects.filter(pk=group.pk).update(completed_at=now)
+        changes.completed.append(group)
         resolution.completed_group = True
     return resolution
 
 
-def _lock_group_of(*, question_id, user=None) -> tuple[QuestionGroup, list[PendingQuestion], PendingQuestion] | None:
+def _resolve_one(question: PendingQuestion, group: QuestionGroup, questions: list[PendingQuestion], **outcome) -> Resolution:
+    now, changes = timezone.now(), _Changes()
+    resolution = _settle(question, group, questions, changes, now=now, **outcome)
+    changes.save(now)
+    return resolution
+
+
+@dataclass
+class _Changes:
+    """The rows a set of resolutions changed, written in one statement per kind of change."""
+
+    resolved: list[PendingQuestion] = field(default_factory=list)
+    clocks_started: list[PendingQuestion] = field(default_factory=list)  # the next question's deadline
+    completed: list[QuestionGroup] = field(default_factory=list)
+
+    def save(self, now: dt.datetime) -> None:
+        if self.resolved:
+            qs = self.resolved
+            updated = rawsql.fetch(
+                _RESOLVE_SQL,
+                {
+                    "ids": [q.pk for q in qs], "status": [q.status for q in qs], "answer": [q.answer for q in qs],
+                    "indexes": [json.dumps(q.selected_indexes) for q in qs], "custom": [q.is_custom for q in qs],
+                    "via": [q.resolved_via for q in qs], "now": now, "pending": Status.PENDING,
+                },
+            )  # fmt: skip
+            if len(updated) != len(qs):
+                # Every writer holds the group's lock, so this cannot happen; if it does, the
+                # transaction must not commit a resolution on top of another.
+                written = {row[0] for row in updated}
+                lost = next(q for q in qs if q.pk not in written)
+                lost.refresh_from_db()
+                raise AlreadyResolved(lost)
+        if self.clocks_started:
+            rawsql.fetch(
+                _START_CLOCKS_SQL, {"ids": [q.pk for q in self.clocks_started], "deadlines": [q.deadline for q in self.clocks_started]}
+            )
+        if self.completed:
+            rawsql.fetch(_COMPLETE_SQL, {"ids": [g.pk for g in self.completed], "now": now})
+
+
+_Q, _G = PendingQuestion._meta.db_table, QuestionGroup._meta.db_table
+# A resolution is written only over a pending question: a second resolver never overwrites one.
+_RESOLVE_SQL = (
+    f"UPDATE {_Q} q SET status = v.status, answer = v.answer, selected_indexes = v.indexes::jsonb, is_custom = v.custom, "
+    "resolved_via = v.via, resolved_at = %(now)s, paused_at = NULL "
+    "FROM unnest(%(ids)s::uuid[], %(status)s::text[], %(answer)s::text[], %(indexes)s::text[], %(custom)s::bool[], %(via)s::text[]) "
+    "AS v(id, status, answer, indexes, custom, via) "
+    "WHERE q.id = v.id AND q.status = %(pending)s RETURNING q.id"
+)
+_START_CLOCKS_SQL = (
+    f"UPDATE {_Q} q SET deadline = v.deadline FROM unnest(%(ids)s::uuid[], %(deadlines)s::timestamptz[]) AS v(id, deadline) "
+    "WHERE q.id = v.id RETURNING q.id"
+)
+_COMPLETE_SQL = f"UPDATE {_G} SET completed_at = %(now)s WHERE id = ANY(%(ids)s::uuid[]) RETURNING id"
+
+
+Locked = tuple[QuestionGroup, list[PendingQuestion], PendingQuestion]  # (group, its questions, the question)
+
+
+def _lock_group_of(*, question_id, user=None) -> Locked | None:
     """Lock the group of a question (the user's, when given), raise its revision and read its
     questions as they are now: two statements. Every write to a group's questions takes this lock
     first, so what is read here stays true until the transaction ends. None when there is no such
     question."""
     key = _as_uuid(question_id)
-    group = None if key is None else _locked_group(_lock_group_sql(of_question=True, by_user=user is not None), key, user)
-    if group is None:
-        return None
-    questions = selectors.group_questions(group)
-    return group, questions, next(q for q in questions if q.pk == key)
+    return None if key is None else _lock_groups_of([(key, user)]).get(key)
+
+
+def _lock_groups_of(wanted: list[tuple[uuid.UUID, Any]]) -> dict[uuid.UUID, Locked]:
+    """`_lock_group_of` for many (question, user or None) at once, still in two statements; what
+    was found, by question id. The groups are locked in id order, as any other process locking
+    several does, so two of them never wait on each other in a cycle."""
+    if not wanted:
+        return {}
+    params = {"keys": [key for key, _ in wanted], "users": [getattr(user, "pk", None) for _, user in wanted]}
+    groups = {g.pk: g for g in rawsql.fetch_models(QuestionGroup, _lock_groups_sql(), params)}
+    found: dict[uuid.UUID, Locked] = {}
+    for questions in selectors.questions_of_groups(groups).values():
+        for q in questions:
+            found[q.pk] = (groups[q.group_id], questions, q)
+    return found
 
 
 def _lock_group(*, group_id, user) -> QuestionGroup | None:
     """`_lock_group_of` for a group named by its own id (the user's)."""
     key = _as_uuid(group_id)
-    return None if key is None else _locked_group(_lock_group_sql(of_question=False, by_user=True), key, user)
+    if key is None:
+        return None
+    rows = rawsql.fetch(_lock_group_sql(), {"key": key, "user": user.pk})
+    return rawsql.load(QuestionGroup, rows[0]) if rows else None
 
 
 def _as_uuid(value) -> uuid.UUID | None:
@@ -249,22 +373,24 @@ def _as_uuid(value) -> uuid.UUID | None:
         return None
 
 
-def _locked_group(sql: str, key: uuid.UUID, user) -> QuestionGroup | None:
-    rows = rawsql.fetch(sql, {"key": key, "user": getattr(user, "pk", None)})
-    return rawsql.load(QuestionGroup, rows[0]) if rows else None
+# An UPDATE locks a row as SELECT … FOR UPDATE would, and raises the revision in the same
+# statement: a transaction that rolls back leaves the revision as it was.
 
 
 @functools.cache
-def _lock_group_sql(*, of_question: bool, by_user: bool) -> str:
-    # An UPDATE locks the row as SELECT … FOR UPDATE would, and raises the revision in the same
-    # statement: a transaction that rolls back leaves the revision as it was.
-    own = " AND user_id = %(user)s" if by_user else ""
-    if of_question:
-        which = f"g.id = (SELECT group_id FROM {PendingQuestion._meta.db_table} WHERE id = %(key)s{own})"
-    else:
-        which = f"g.id = %(key)s{own}"
+def _lock_groups_sql() -> str:
     return (
-        f"UPDATE {QuestionGroup._meta.db_table} g SET revision = g.revision + 1 WHERE {which} "
+        f"WITH wanted AS (SELECT g.id FROM {_G} g WHERE g.id IN ("
+        f"SELECT q.group_id FROM {_Q} q JOIN unnest(%(keys)s::uuid[], %(users)s::bigint[]) AS r(id, user_id) "
+        "ON q.id = r.id AND (r.user_id IS NULL OR q.user_id = r.user_id)) ORDER BY g.id FOR UPDATE) "
+        f"UPDATE {_G} g SET revision = g.revision + 1 FROM wanted WHERE g.id = wanted.id RETURNING {rawsql.columns(QuestionGroup, 'g')}"
+    )
+
+
+@functools.cache
+def _lock_group_sql() -> str:
+    return (
+        f"UPDATE {_G} g SET revision = g.revision + 1 WHERE g.id = %(key)s AND g.user_id = %(user)s "
         f"RETURNING {rawsql.columns(QuestionGroup, 'g')}"
     )
 
@@ -289,7 +415,7 @@ def expire_if_due(*, question_id, now: dt.datetime | None = None) -> Resolution 
             indexes = indexes[:1]
         text = ", ".join(question.options[i]["label"] for i in indexes)
         via = Via.TIMEOUT_DEFAULT if indexes else Via.TIMEOUT_NONE
-        return _resolve(question, group, questions, status=Status.TIMED_OUT, text=text, indexes=indexes, is_custom=False, via=via)
+        return _resolve_one(question, group, questions, status=Status.TIMED_OUT, text=text, indexes=indexes, is_custom=False, via=via)
 
 
 def due_question_ids(*, now: dt.datetime | None = None, limit: int = 200) -> list:
@@ -358,14 +484,15 @@ def skip_group(*, user, group_id, set_aside: bool = False) -> Resolution:
         pending = [q for q in questions if q.is_pending]
         if not pending:
             raise AlreadyResolved(questions[-1])
-        resolution = None
-        changed = []
-        for question in pending:
-            resolution = _resolve(
-                question, group, questions, status=Status.CANCELLED, text="", indexes=[], is_custom=False, via=Via.SKIPPED
-            )
-            changed.append(resolution.question)
-        resolution.changed = changed
+        now = timezone.now()
+        changes = _Changes()
+        resolutions = [
+            _settle(q, group, questions, changes, now=now, status=Status.CANCELLED, text="", indexes=[], is_custom=False, via=Via.SKIPPED)
+            for q in pending
+        ]
+        changes.save(now)
+        resolution = resolutions[-1]
+        resolution.changed = [r.question for r in resolutions]
         return resolution
 
 

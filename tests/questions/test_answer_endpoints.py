@@ -136,13 +136,17 @@ def test_an_answer_is_resolved_recorded_and_rendered_in_few_statements(alice, dj
     """Lock the group and read its questions, update the question, complete the group, save the
     tool result: the card is rendered from what was read under the lock, not read again."""
     question = make_group(alice, n=2).questions.order_by("position").first()
-    answering._resolve(lambda: services.answer(user=alice, question_id=question.pk, answer=AnswerInput(selected_indexes=[0]), via="option"))
+
+    def answer(question, index):
+        request = services.AnswerRequest(user=alice, question_id=question.pk, answer=AnswerInput(selected_indexes=[index]), via="option")
+        (resolved,) = answering._resolve_answers([request])
+        return resolved
+
+    answer(question, 0)
     second = PendingQuestion.objects.get(group=question.group, position=1)
-    # 5 statements, plus BEGIN, SAVEPOINT, RELEASE SAVEPOINT and COMMIT (it was 15 in all).
-    with django_assert_num_queries(9):
-        resolved = answering._resolve(
-            lambda: services.answer(user=alice, question_id=second.pk, answer=AnswerInput(selected_indexes=[2]), via="option")
-        )
+    # 5 statements, plus BEGIN and COMMIT (it was 15 in all).
+    with django_assert_num_queries(7):
+        resolved = answer(second, 2)
     assert resolved.resolution.completed_group and "Home" in resolved.html
     (tool_result,) = Message.objects.filter(role="tool").values_list("content", flat=True)
     assert json.loads(tool_result)["answers"][1]["answers"] == ["Home"]

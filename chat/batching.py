@@ -1,0 +1,80 @@
+"""Requests that arrive together, handled together: one database hop for many.
+
+A burst of answers (a hundred people answering at once) would otherwise queue a hundred thread
+hops, each waiting for the ones before it. A `Batcher` lets the first request go at once; the
+ones that arrive while its hop runs wait and go together in the next hop, and so on. A request
+alone is never held back to wait for company.
+
+What follows a hop (publishing, starting turns) runs in a task of its own, not in the caller's:
+a caller that goes away (a closed socket) cannot cancel the effects of what was committed for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from typing import Any, Awaitable, Callable, Generic, TypeVar
+
+from chat import background
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class Batcher(Generic[T, R]):
+    """`hop(items)` handles one batch and returns a result or an exception per item, in order;
+    `finish(result)` is awaited for each result after its batch (what it returns is what
+    `submit` returns). At most one hop runs at a time per event loop, with at most `limit` items
+    (futures belong to one loop: a test's, the server's)."""
+
+    def __init__(self, hop: Callable[[list[T]], Awaitable[list[R | Exception]]], finish: Callable[[R], Awaitable[Any]], *, limit: int):
+        self._hop, self._finish, self._limit = hop, finish, limit
+        self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
+
+    async def submit(self, item: T) -> Any:
+        loop = asyncio.get_running_loop()
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = _Queue()
+        future = loop.create_future()
+        queue.waiting.append((item, future))
+        if not queue.running:
+            queue.running = True
+            background.spawn(self._run(queue))
+        return await future
+
+    async def _run(self, queue: _Queue) -> None:
+        try:
+            while queue.waiting:
+                batch, queue.waiting = queue.waiting[: self._limit], queue.waiting[self._limit :]
+                try:
+                    results = await self._hop([item for item, _ in batch])
+                except Exception as exc:
+                    results = [exc] * len(batch)
+                # The next hop starts now; this batch's effects run beside it.
+                background.spawn(self._deliver(batch, results))
+        finally:
+            queue.running = False
+
+    async def _deliver(self, batch: list[tuple[Any, asyncio.Future]], results: list[R | Exception]) -> None:
+        async def one(future: asyncio.Future, result: R | Exception) -> None:
+            outcome: Any = result
+            if not isinstance(result, Exception):
+                try:
+                    outcome = await self._finish(result)
+                except Exception as exc:
+                    outcome = exc
+            if future.done():  # its caller went away; the effects above still ran
+                return
+            if isinstance(outcome, Exception):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+        await asyncio.gather(*(one(future, result) for (_, future), result in zip(batch, results, strict=True)))
+
+
+class _Queue:
+    def __init__(self) -> None:
+        self.waiting: list[tuple[Any, asyncio.Future]] = []
+        self.running = False
