@@ -189,11 +189,14 @@ def _resolve_answers(requests: list[questions.AnswerRequest]) -> list[_Resolved 
 async def _after_commit(resolved: _Resolved) -> questions.Resolution:
     resolution = resolved.resolution
     question_metrics.observe(resolution.changed)
-    await publishing.send(resolved.group_name, resolved.html)
-    if resolution.next_question is not None and resolution.next_question.deadline is not None:
-        deadlines.schedule(resolution.next_question.pk, resolution.next_question.deadline)
-    if resolution.completed_group:
-        agent.start_turn(resolution.group.conversation_id)
+    try:
+        await publishing.send(resolved.group_name, resolved.html)
+    finally:
+        # Committed: the timer and the next turn follow even when the tabs could not be told.
+        if resolution.next_question is not None and resolution.next_question.deadline is not None:
+            deadlines.schedule(resolution.next_question.pk, resolution.next_question.deadline)
+        if resolution.completed_group:
+            agent.start_turn(resolution.group.conversation_id)
     return resolution
 
 

@@ -57,7 +57,9 @@ class Batcher(Generic[T, R]):
             queue.running = False
 
     async def _deliver(self, batch: list[tuple[Any, asyncio.Future]], results: list[R | Exception]) -> None:
-        async def one(future: asyncio.Future, result: R | Exception) -> None:
+        # One after another: a hundred effects at once would each want a channel-layer connection
+        # at the same moment (Redis's pool refuses past its size).
+        for (_, future), result in zip(batch, results, strict=True):
             outcome: Any = result
             if not isinstance(result, Exception):
                 try:
@@ -65,13 +67,11 @@ class Batcher(Generic[T, R]):
                 except Exception as exc:
                     outcome = exc
             if future.done():  # its caller went away; the effects above still ran
-                return
+                continue
             if isinstance(outcome, Exception):
                 future.set_exception(outcome)
             else:
                 future.set_result(outcome)
-
-        await asyncio.gather(*(one(future, result) for (_, future), result in zip(batch, results, strict=True)))
 
 
 class _Queue:

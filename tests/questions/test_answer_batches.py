@@ -160,3 +160,29 @@ async def test_an_answer_whose_caller_went_away_still_continues(alice, continues
         lambda: list(Message.objects.filter(conversation_id=group.conversation_id).values_list("role", flat=True))
     )()
     assert roles == ["user", "tool", "assistant"]
+
+
+async def test_when_the_receipt_cannot_be_sent_the_committed_answer_still_continues(alice, continues, monkeypatch):
+    """The channel layer refusing a send (Redis's pool full) must not strand a committed answer:
+    its caller hears of the failure, and the next turn runs all the same."""
+    from chat import publishing
+
+    group = await database_sync_to_async(make_group)(alice)
+    question = await database_sync_to_async(first_question)(group)
+    send = publishing.send
+
+    async def refused(group_name, html):
+        if "question-" in html:
+            raise ConnectionError("Too many connections")
+        await send(group_name, html)
+
+    monkeypatch.setattr(publishing, "send", refused)
+
+    with pytest.raises(ConnectionError):
+        await answering.submit_answer(user=alice, question_id=question.pk, answer=AnswerInput(selected_indexes=[0]), via="option")
+    await agent.wait_for_running_turns()
+
+    roles = await database_sync_to_async(
+        lambda: list(Message.objects.filter(conversation_id=group.conversation_id).values_list("role", flat=True))
+    )()
+    assert roles == ["user", "tool", "assistant"]
