@@ -9,8 +9,10 @@ Every way in — an HTMX POST, a websocket frame, text typed in the chat box, a 
    of a clarification). After the commit, the same hop renders what every tab should now show.
    Answers that arrive while a hop runs wait for the next and share it (`chat.batching`): a
    burst of a hundred answers is a few hops and a few transactions, not a hundred.
-2. After commit (`_after_commit`): broadcast those partials, arm the next question's timer, and
-   — only for the resolver that completed the group — start the next turn.
+2. After commit (`_after_commit_all`; for answers, in a task of its own, so that a caller that
+   goes away cancels nothing): broadcast those partials, arm the next question's timer, and —
+   only for the resolver that completed the group — start the next turn. A batch's receipts all
+   go out before any of its turns start.
 
 Nothing in the transaction broadcasts or starts work, so a rolled-back resolution shows nothing.
 """
@@ -22,7 +24,7 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -169,8 +171,10 @@ def _rendered(resolution: questions.Resolution, derived: Message | None) -> _Res
 
 
 def _resolve_one(resolve: Callable[[], questions.Resolution | None]) -> _Resolved | None:
+    """`_resolve` for one resolution that raises its errors (a deadline, a skip); None when it
+    resolved nothing."""
     resolved = _resolve(lambda: [r for r in [resolve()] if r is not None])
-    return resolved[0] if resolved else None  # type: ignore[return-value]  # `resolve` returns no errors
+    return cast(_Resolved, resolved[0]) if resolved else None
 
 
 def _resolve_answers(requests: list[questions.AnswerRequest]) -> list[_Resolved | Exception]:
@@ -187,24 +191,40 @@ def _resolve_answers(requests: list[questions.AnswerRequest]) -> list[_Resolved 
 
 
 async def _after_commit(resolved: _Resolved) -> questions.Resolution:
-    resolution = resolved.resolution
-    question_metrics.observe(resolution.changed)
-    try:
-        await publishing.send(resolved.group_name, resolved.html)
-    finally:
-        # Committed: the timer and the next turn follow even when the tabs could not be told.
+    (outcome,) = await _after_commit_all([resolved])
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+async def _after_commit_all(outcomes: list[_Resolved | Exception]) -> list[questions.Resolution | Exception]:
+    """Every tab is shown its receipt first; then the next questions' timers are armed and, for
+    the resolvers that completed a group, the next turns start. So a burst's receipts do not wait
+    behind the turns that the same burst starts. The timer and the turn follow a committed
+    resolution even when its receipt could not be sent (that error is its caller's outcome)."""
+    resolved = [o for o in outcomes if isinstance(o, _Resolved)]
+    unsent: dict[int, Exception] = {}
+    for r in resolved:
+        try:
+            await publishing.send(r.group_name, r.html)
+        except Exception as exc:
+            log.error("the receipt of question %s could not be sent: %r", r.resolution.question.pk, exc)
+            unsent[id(r)] = exc
+    for r in resolved:
+        resolution = r.resolution
+        question_metrics.observe(resolution.changed)
         if resolution.next_question is not None and resolution.next_question.deadline is not None:
             deadlines.schedule(resolution.next_question.pk, resolution.next_question.deadline)
         if resolution.completed_group:
             agent.start_turn(resolution.group.conversation_id)
-    return resolution
+    return [o if isinstance(o, Exception) else unsent.get(id(o), o.resolution) for o in outcomes]
 
 
 # A burst's answers share hops of up to this many (one transaction each); see chat.batching.
 ANSWERS_PER_HOP = 100
 
 _answers: Batcher[questions.AnswerRequest, _Resolved] = Batcher(
-    lambda requests: database_sync_to_async(_resolve_answers)(requests), _after_commit, limit=ANSWERS_PER_HOP
+    lambda requests: database_sync_to_async(_resolve_answers)(requests), _after_commit_all, limit=ANSWERS_PER_HOP
 )
 
 

@@ -23,11 +23,17 @@ R = TypeVar("R")
 
 class Batcher(Generic[T, R]):
     """`hop(items)` handles one batch and returns a result or an exception per item, in order;
-    `finish(result)` is awaited for each result after its batch (what it returns is what
-    `submit` returns). At most one hop runs at a time per event loop, with at most `limit` items
-    (futures belong to one loop: a test's, the server's)."""
+    then `finish(results)` turns them into what each `submit` returns (or raises), in order. At
+    most one hop runs at a time per event loop, with at most `limit` items (futures belong to one
+    loop: a test's, the server's)."""
 
-    def __init__(self, hop: Callable[[list[T]], Awaitable[list[R | Exception]]], finish: Callable[[R], Awaitable[Any]], *, limit: int):
+    def __init__(
+        self,
+        hop: Callable[[list[T]], Awaitable[list[R | Exception]]],
+        finish: Callable[[list[R | Exception]], Awaitable[list[Any]]],
+        *,
+        limit: int,
+    ):
         self._hop, self._finish, self._limit = hop, finish, limit
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
 
@@ -57,16 +63,12 @@ class Batcher(Generic[T, R]):
             queue.running = False
 
     async def _deliver(self, batch: list[tuple[Any, asyncio.Future]], results: list[R | Exception]) -> None:
-        # One after another: a hundred effects at once would each want a channel-layer connection
-        # at the same moment (Redis's pool refuses past its size).
-        for (_, future), result in zip(batch, results, strict=True):
-            outcome: Any = result
-            if not isinstance(result, Exception):
-                try:
-                    outcome = await self._finish(result)
-                except Exception as exc:
-                    outcome = exc
-            if future.done():  # its caller went away; the effects above still ran
+        try:
+            outcomes = await self._finish(results)
+        except Exception as exc:
+            outcomes = [exc] * len(batch)
+        for (_, future), outcome in zip(batch, outcomes, strict=True):
+            if future.done():  # its caller went away; what `finish` did for it still happened
                 continue
             if isinstance(outcome, Exception):
                 future.set_exception(outcome)

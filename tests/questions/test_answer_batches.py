@@ -186,3 +186,35 @@ async def test_when_the_receipt_cannot_be_sent_the_committed_answer_still_contin
         lambda: list(Message.objects.filter(conversation_id=group.conversation_id).values_list("role", flat=True))
     )()
     assert roles == ["user", "tool", "assistant"]
+
+
+async def test_a_batch_shows_every_receipt_before_it_starts_any_turn(make_user, continues, monkeypatch):
+    """A burst's receipts must not queue behind the turns the same burst starts."""
+    from chat import publishing
+
+    users = [await database_sync_to_async(make_user)(f"person{i}") for i in range(5)]
+    groups = [await database_sync_to_async(make_group)(u) for u in users]
+    questions = [await database_sync_to_async(first_question)(g) for g in groups]
+    events: list[str] = []
+    send, start_turn = publishing.send, agent.start_turn
+
+    async def recorded_send(group_name, html):
+        events.append("receipt")
+        await send(group_name, html)
+
+    def recorded_start(conversation_id):
+        events.append("turn")
+        return start_turn(conversation_id)
+
+    monkeypatch.setattr(publishing, "send", recorded_send)
+    monkeypatch.setattr(agent, "start_turn", recorded_start)
+
+    await asyncio.gather(
+        *(
+            answering.submit_answer(user=u, question_id=q.pk, answer=AnswerInput(selected_indexes=[0]), via="option")
+            for u, q in zip(users, questions, strict=True)
+        )
+    )
+    await agent.wait_for_running_turns()
+
+    assert events[:10] == ["receipt"] * 5 + ["turn"] * 5
