@@ -617,16 +617,15 @@ async def test_asked_on_worker_a_answered_on_worker_b_streams_to_the_tab_on_a(al
     assert_exactly_once(state, model, tag, status="answered", answer="Atlas")
 
 
-# Regression (fixed): with REDIS_URL, redis-py 8's default 5 s socket read timeout equals
-# channels_redis's 5 s blocking BZPOPMIN, so a consumer's idle receive raises redis TimeoutError
-# and Daphne closes the tab's websocket with 1011 ('Timeout reading from 127.0.0.1:6379'); the
-# continuation never reaches that tab. Fix: hosts=[{'address': REDIS_URL, 'socket_timeout': 30}]
-# in project/settings.py (verified).
+# Regression (fixed): with channels_redis's list layer, redis-py 8's default 5 s socket read
+# timeout equalled the layer's 5 s blocking read, so an idle tab's receive raised TimeoutError and
+# Daphne closed its websocket with 1011; the continuation never reached that tab. The
+# publish/subscribe layer used now has no blocking read; this still guards an idle tab.
 
 
 async def test_a_tab_idle_longer_than_the_layers_blocking_read_still_gets_the_continuation(alice, model, workers):
-    """A person takes their time: the tab on A sits idle for 7 s (longer than channels_redis's
-    5 s blocking read) before the answer arrives through B."""
+    """A person takes their time: the tab on A sits idle for 7 s (longer than redis-py's 5 s
+    default read timeout) before the answer arrives through B."""
     a, b = workers
     tag = model.new_tag()
     conversation = await new_conversation(alice)
