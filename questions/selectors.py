@@ -51,14 +51,13 @@ def open_group_sql(conversation_param: str) -> str:
 
 
 def group_questions(group: QuestionGroup) -> list[PendingQuestion]:
-    """The group's questions in order, each with `group` set to this instance (one statement;
-    it runs on every answer, so it is written in SQL)."""
+    """The group's questions in order, each with `group` set to this instance (one statement)."""
     return questions_of_groups({group.pk: group}).get(group.pk, [])
 
 
 def questions_of_groups(groups: dict[uuid.UUID, QuestionGroup]) -> dict[uuid.UUID, list[PendingQuestion]]:
     """{group id: its questions in order, each with `group` set} for the groups given by id, in
-    one statement."""
+    one statement (it runs on every answer and every batch of answers, so it is written in SQL)."""
     found: dict[uuid.UUID, list[PendingQuestion]] = {}
     for q in rawsql.fetch_models(PendingQuestion, _questions_of_groups_sql(), {"groups": list(groups)}):
         q.group = groups[q.group_id]
