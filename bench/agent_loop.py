@@ -5,6 +5,10 @@ channel-layer publishing to a listening tab) against the fake OpenAI-compatible 
 zero delay, through the real SDK. The time spent awaiting the model's stream is measured
 separately and subtracted; what remains, divided by the turn's LLM calls, is the overhead.
 
+The fake model runs in a process of its own (`loadkit.ModelProcess`), as a real model is remote:
+in this process its HTTP threads would take the GIL from the turn and count as Clarion's time.
+`--in-process-model` runs it in this process instead, as this bench did before.
+
     DATABASE_NAME=clarion_bench_loop .venv/bin/python bench/agent_loop.py [--turns 200]
 """
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -20,6 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 os.environ.setdefault("SECRET_KEY", "bench-only")
 os.environ.setdefault("DATABASE_NAME", "clarion_bench_loop")
@@ -37,6 +43,7 @@ from django.core.management import call_command  # noqa: E402
 
 from chat import agent, services  # noqa: E402
 from llm import client_from_settings  # noqa: E402
+from loadkit import ModelProcess  # noqa: E402
 from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
 from workspace.demo_content import seed_demo_workspace  # noqa: E402
 
@@ -103,15 +110,29 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-async def run_scenario(name: str, replies_per_turn: list[Reply], *, turns: int, user, fake: FakeOpenAI) -> dict:
+WORDS = " ".join(["word"] * 60)
+TOOL_CALL = Reply.tool_call("query_tasks", {"status": "all", "limit": 100})
+
+
+def scripted_reply(body: dict) -> Reply:
+    """What the model answers, from the request alone (the model may be another process): a
+    request starting "tool:" gets a query_tasks call first; everything else, the 60-word text."""
+    request = next(m for m in body["messages"] if m["role"] == "user")["content"]
+    if request.startswith("tool:") and body["messages"][-1]["role"] != "tool":
+        return TOOL_CALL
+    return Reply.text(WORDS)
+
+
+async def run_scenario(name: str, request: str, llm_calls: int, *, turns: int, user, fake: FakeOpenAI | None) -> dict:
     layer = get_channel_layer()
     overheads, cpu, queries, hops = [], [], [], []
     for _ in range(turns):
         conversation = await database_sync_to_async(services.start_conversation)(user=user)
         tab = await layer.new_channel()  # one open tab listening, as in real use
         await layer.group_add(conversation.group_name, tab)
-        await database_sync_to_async(services.post_user_message)(user=user, conversation_id=conversation.pk, content="what's in progress?")
-        fake.script(*replies_per_turn)
+        await database_sync_to_async(services.post_user_message)(user=user, conversation_id=conversation.pk, content=request)
+        if fake is not None:
+            fake.script(*[scripted_reply({"messages": [{"role": "user", "content": request}]})][: llm_calls - 1], Reply.text(WORDS))
         client = TimedClient(client_from_settings())
         started, cpu_started = time.perf_counter(), time.process_time()
         queries_before, hops_before = Counts.queries, Counts.hops
@@ -128,41 +149,39 @@ async def run_scenario(name: str, replies_per_turn: list[Reply], *, turns: int, 
     return {
         "scenario": name,
         "turns": turns,
-        "llm_calls": len(replies_per_turn),
+        "llm_calls": llm_calls,
         "p50": statistics.median(ms),
         "p99": percentile(ms, 0.99),
         "mean": statistics.fmean(ms),
-        # All of this process's CPU per model call: Clarion's and the in-process fake model's.
+        # All of this process's CPU per model call (with --in-process-model, the fake model's too).
         "cpu": statistics.median(cpu),
         "queries": statistics.median(queries),
         "hops": statistics.median(hops),
     }
 
 
-async def main(turns: int) -> None:
+async def main(turns: int, model: ModelProcess | None) -> None:
     user, created = await database_sync_to_async(get_user_model().objects.get_or_create)(username="bench-loop")
     if created:
         await database_sync_to_async(seed_demo_workspace)(user=user)
-    words = " ".join(["word"] * 60)
     Counts.install()
-    with FakeOpenAI(default=None) as fake:
-        settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = fake.base_url, "sk-bench", "fake"
-        settings.LLM_MAX_RETRIES = 0
+    with contextlib.ExitStack() as stack:
+        fake = None if model is not None else stack.enter_context(FakeOpenAI(default=None))
+        settings.LLM_BASE_URL = model.base_url if model is not None else fake.base_url
+        settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_MAX_RETRIES = "sk-bench", "fake", 0
         # The loop itself: clarification, the detector and the guesser each add a model call of
         # their own with a real model, and are measured by what they cost the model, not here.
         settings.CLARIFICATION_ENABLED = settings.QUESTION_DETECTOR_ENABLED = settings.QUESTION_GUESSER_ENABLED = False
-        await run_scenario("warm-up", [Reply.text("ok")], turns=10, user=user, fake=fake)
+        await run_scenario("warm-up", "what's in progress?", 1, turns=10, user=user, fake=fake)
         rows = [
-            await run_scenario("text reply (60 words streamed)", [Reply.text(words)], turns=turns, user=user, fake=fake),
-            await run_scenario(
-                "query_tasks tool call, then text", [Reply.tool_call("query_tasks", {"status": "all", "limit": 100}), Reply.text(words)],
-                turns=turns, user=user, fake=fake,
-            ),
-        ]  # fmt: skip
-    print(f"\nAgent-loop overhead per LLM round trip ({turns} turns each, fake model at zero delay)\n")
+            await run_scenario("text reply (60 words streamed)", "what's in progress?", 1, turns=turns, user=user, fake=fake),
+            await run_scenario("query_tasks tool call, then text", "tool: what's in progress?", 2, turns=turns, user=user, fake=fake),
+        ]
+    where = "in this process" if model is None else "in a process of its own"
+    print(f"\nAgent-loop overhead per LLM round trip ({turns} turns each, fake model at zero delay, {where})\n")
     print(f"1-minute load average: {os.getloadavg()[0]:.1f}")
     print(
-        "| scenario | LLM calls/turn | p50 ms | p99 ms | mean ms | process CPU ms/call (p50, incl. the fake model) | SQL statements/turn | thread hops/turn | target p50 < 10 ms |"
+        "| scenario | LLM calls/turn | p50 ms | p99 ms | mean ms | process CPU ms/call (p50) | SQL statements/turn | thread hops/turn | target p50 < 10 ms |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
@@ -175,5 +194,13 @@ async def main(turns: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=200)
-    call_command("migrate", verbosity=0)
-    asyncio.run(main(parser.parse_args().turns))
+    parser.add_argument("--in-process-model", action="store_true", help="serve the fake model from this process's threads")
+    args = parser.parse_args()
+    # Forked before any database connection, event loop or thread exists.
+    model = None if args.in_process_model else ModelProcess(reply=scripted_reply)
+    try:
+        call_command("migrate", verbosity=0)
+        asyncio.run(main(args.turns, model))
+    finally:
+        if model is not None:
+            model.stop()

@@ -105,11 +105,14 @@ def final_text(tag: str) -> str:
 
 class ModelProcess:
     """The fake model in a process of its own, so the load generator's event loop (hundreds of
-    sockets) and the model's HTTP threads do not share one GIL; `requests` counts what it served.
+    sockets) and the model's HTTP threads do not share one GIL — as a real model is remote;
+    `requests` counts what it served. `reply(body)` picks each reply (default: `model_reply`).
     Forked: create it before any event loop or thread exists."""
 
-    def __init__(self) -> None:
+    def __init__(self, reply=None) -> None:
         import multiprocessing
+
+        self._reply = reply or model_reply
 
         ctx = multiprocessing.get_context("fork")
         self.counter = ctx.Value("l", 0)
@@ -143,7 +146,7 @@ class ModelProcess:
         def reply(body):
             with self.counter.get_lock():
                 self.counter.value += 1
-            return model_reply(body)
+            return self._reply(body)
 
         with FakeOpenAI(default=reply) as fake:
             urls.put(fake.base_url)
