@@ -5,11 +5,12 @@ import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from chat.models import CARD_TOOLS, Conversation, Message
+from project import rawsql
 from project.errors import Conflict, Rejected
 from questions import selectors as question_selectors
 
@@ -125,9 +126,7 @@ def needs_reply(*, conversation_id) -> bool:
     """
     # It runs before and after every turn: one statement, written in SQL because compiling the
     # same question through the ORM cost ~14× the CPU of running it (bench/README.md §7).
-    with connection.cursor() as cursor:
-        cursor.execute(_needs_reply_sql(), {"conversation": conversation_id})
-        waiting, last_user, answered = cursor.fetchone()
+    ((waiting, last_user, answered),) = rawsql.fetch(_needs_reply_sql(), {"conversation": conversation_id})
     return not waiting and last_user is not None and (answered is None or last_user > answered)
 
 

@@ -5,6 +5,15 @@ spends more CPU compiling a queryset than Postgres spends running it (bench/READ
 written here once, as SQL built from the models' own table and column names, and loaded through
 `Model.from_db` with each field's own database converter (JSON fields), so callers get ordinary
 model instances. Everything else stays ORM.
+
+They run as **prepared statements**. Django's cursors bind parameters on the client, so Postgres
+plans every statement anew each time it runs — and for these, planning cost more than running
+(the turn's workspace snapshot: 2.0 ms to plan, 0.7 ms to run; "does this conversation need a
+reply": 1.6 ms against 0.2 ms). Here the parameters are bound on the server and each statement
+is prepared on first use per connection (`prepare_threshold` 0 in settings.py; psycopg keeps
+the 100 most recent), after which Postgres reuses its plan. They go through Django's cursor wrapper all the same, so they are
+logged and counted like any other query. `DATABASE_PREPARED_STATEMENTS=false` turns it off for
+a connection pooler that cannot keep prepared statements.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import functools
 from typing import Any, Sequence, TypeVar
 
 from django.db import connection
+from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Model
 
 M = TypeVar("M", bound=Model)
@@ -46,9 +56,21 @@ def width(model: type[Model]) -> int:
 
 
 def fetch(sql: str, params: dict | Sequence | None = None) -> list[tuple]:
-    with connection.cursor() as cursor:
+    """The rows of one hot statement, run as a prepared statement (see the module's note)."""
+    with _server_bound_cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
+
+
+def _server_bound_cursor():
+    """`connection.cursor()`, with a cursor that binds its parameters on the server (and so
+    prepares its statements, where the connection's `prepare_threshold` allows: settings.py)."""
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        raw = ServerBindingCursor(connection.connection)
+        connection.validate_thread_sharing()
+        return connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
 
 
 def fetch_models(model: type[M], sql: str, params: dict | Sequence | None = None) -> list[M]:

@@ -103,6 +103,11 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+# The few hot statements of project/rawsql.py run as prepared statements, planned once per
+# connection (the ORM's client-side binding never prepares). Off for a connection pooler that
+# cannot keep them (PgBouncer before 1.21, or without max_prepared_statements, in transaction mode).
+if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+    DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels: one process → in-memory; REDIS_URL → shared groups across Daphne workers.
