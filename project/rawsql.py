@@ -62,13 +62,21 @@ def fetch(sql: str, params: dict | Sequence | None = None) -> list[tuple]:
         return cursor.fetchall()
 
 
+class _Cursor(ServerBindingCursor):
+    def _send_query_prepared(self, name, pgq, *, binary=None):
+        # psycopg keeps the last query (what Django's query log reads) only for statements it did
+        # not prepare; without this, a prepared statement would be logged as None.
+        self._query = pgq
+        super()._send_query_prepared(name, pgq, binary=binary)
+
+
 def _server_bound_cursor():
     """`connection.cursor()`, with a cursor that binds its parameters on the server (and so
     prepares its statements, where the connection's `prepare_threshold` allows: settings.py)."""
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     with connection.wrap_database_errors:
-        raw = ServerBindingCursor(connection.connection)
+        raw = _Cursor(connection.connection)
         connection.validate_thread_sharing()
         return connection.make_debug_cursor(raw) if connection.queries_logged else connection.make_cursor(raw)
 
