@@ -97,8 +97,8 @@ def _record_unanswered(conversation_id: uuid.UUID, text: str) -> str:
 
 async def _run_pending_turns(conversation_id: uuid.UUID, client: LLMClient | None) -> None:
     for _ in range(MAX_TURNS_IN_A_ROW):
-        async with conversation_turn_lock(conversation_id) as acquired:
-            if not acquired:
+        async with conversation_turn_lock(conversation_id, after_release=services.needs_reply_statement(conversation_id)) as lock:
+            if not lock.acquired:
                 return  # the worker holding the lock checks for new messages once it lets go
             try:
                 ctx = await database_sync_to_async(_next_turn)(conversation_id)
@@ -109,8 +109,13 @@ async def _run_pending_turns(conversation_id: uuid.UUID, client: LLMClient | Non
             if ctx is not None:
                 await run_turn(ctx, client=client)
         # One turn per hold of the lock. A message sent meanwhile found the lock taken and left
-        # its reply to this check, made once the lock is free again: one statement per turn.
-        if not await database_sync_to_async(services.needs_reply)(conversation_id=conversation_id):
+        # its reply to this check, made once the lock is free again: one statement per turn, on
+        # the lock's own connection (a thread hop only if that statement failed).
+        if lock.after_release is not None:
+            due = services.reply_due(lock.after_release)
+        else:
+            due = await database_sync_to_async(services.needs_reply)(conversation_id=conversation_id)
+        if not due:
             return
 
 

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import uuid
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import AsyncIterator, Sequence
 
 import psycopg
 from django.db import connection
 from psycopg_pool import AsyncConnectionPool
 
 from project.embedded_pg import connection_settings
+
+log = logging.getLogger("clarion.agent")
 
 # At most this many lock connections per process (and event loop).
 MAX_LOCK_CONNECTIONS = 24
@@ -57,7 +60,6 @@ async def _pool() -> AsyncConnectionPool:
             max_size=MAX_LOCK_CONNECTIONS,
             max_idle=MAX_IDLE_SECONDS,
             timeout=CHECKOUT_TIMEOUT_SECONDS,
-            check=AsyncConnectionPool.check_connection,  # a connection Postgres dropped is replaced, not used
             name="clarion-turn-locks",
             open=False,
         )
@@ -71,26 +73,89 @@ def lock_key(conversation_id: uuid.UUID) -> int:
     return int.from_bytes(uuid.UUID(str(conversation_id)).bytes[:8], "big", signed=True)
 
 
+class TurnLock:
+    """What `conversation_turn_lock` yields: whether this caller holds the lock, and — once the
+    block is left — the row of the statement it was asked to run after letting go."""
+
+    def __init__(self, acquired: bool):
+        self.acquired = acquired
+        self.after_release: tuple | None = None
+
+
+# A statement and its parameters.
+Statement = tuple[str, dict | Sequence]
+
+
 @asynccontextmanager
-async def conversation_turn_lock(conversation_id: uuid.UUID) -> AsyncIterator[bool]:
-    """Yields True when this caller holds the conversation's turn lock, False when another does.
+async def conversation_turn_lock(conversation_id: uuid.UUID, *, after_release: Statement | None = None) -> AsyncIterator[TurnLock]:
+    """Holds the conversation's turn lock when `.acquired` (False: another caller holds it).
+
+    `after_release` runs on the same connection right after the lock is let go — in a
+    transaction of its own, so it sees everything committed before the release — and its row is
+    left in `.after_release`: the check "did a message arrive meanwhile?" costs no thread hop.
     Raises psycopg.OperationalError (PoolTimeout included) when no connection can be had."""
     key = lock_key(conversation_id)
     pool = await _pool()
-    async with pool.connection() as conn:
-        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone()
-        acquired = bool(row[0])
+    conn = await _lock_connection(pool, key)
+    lock = TurnLock(acquired=conn is not None)
+    if conn is None:
+        yield lock
+        return
+    try:
+        yield lock
+    except BaseException:
+        await _release(pool, conn, key)
+        raise
+    await _release(pool, conn, key, lock=lock, after_release=after_release)
+
+
+async def _lock_connection(pool: AsyncConnectionPool, key: int) -> psycopg.AsyncConnection | None:
+    """A pooled connection holding the lock, or None when another session holds it. The pool
+    does not test a connection before lending it (a round trip on every turn); one that
+    Postgres dropped while idle fails here, is discarded, and the next one is tried."""
+    for attempt in range(2):
+        conn = await pool.getconn()
         try:
-            yield acquired
-        finally:
-            if acquired:
-                try:
-                    await conn.execute("SELECT pg_advisory_unlock(%s)", [key])
-                except BaseException:
-                    # Never hand a connection that may still hold the lock back to the pool:
-                    # closing the session releases it.
-                    await conn.close()
-                    raise
+            row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone()
+        except psycopg.OperationalError:
+            await pool.putconn(conn)  # a broken connection is closed, not pooled again
+            if attempt:
+                raise
+            continue
+        except BaseException:
+            await conn.close()  # may hold the lock: closing the session releases it
+            await pool.putconn(conn)
+            raise
+        if row[0]:
+            return conn
+        await pool.putconn(conn)
+        return None
+    raise AssertionError("unreachable")
+
+
+async def _release(
+    pool: AsyncConnectionPool,
+    conn: psycopg.AsyncConnection,
+    key: int,
+    *,
+    lock: TurnLock | None = None,
+    after_release: Statement | None = None,
+) -> None:
+    try:
+        try:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", [key])
+        except BaseException:
+            # Never hand a connection that may still hold the lock back to the pool: closing
+            # the session releases it.
+            await conn.close()
+            raise
+        if lock is not None and after_release is not None:
+            try:
+                lock.after_release = await (await conn.execute(*after_release)).fetchone()
+            except psycopg.Error as exc:  # the caller asks the question its own way instead
+                log.warning("the statement after the turn lock failed: %r", exc)
+    finally:
+        await pool.putconn(conn)
 
 
 def _finish_idle(pool: AsyncConnectionPool) -> None:

@@ -126,7 +126,18 @@ def needs_reply(*, conversation_id) -> bool:
     """
     # It runs before and after every turn: one statement, written in SQL because compiling the
     # same question through the ORM cost ~14× the CPU of running it (bench/README.md §7).
-    ((waiting, last_user, answered),) = rawsql.fetch(_needs_reply_sql(), {"conversation": conversation_id})
+    (row,) = rawsql.fetch(*needs_reply_statement(conversation_id))
+    return reply_due(row)
+
+
+def needs_reply_statement(conversation_id) -> tuple[str, dict]:
+    """`needs_reply` as a statement to run on any connection (the turn lock's, after a turn);
+    `reply_due` reads its row."""
+    return _needs_reply_sql(), {"conversation": conversation_id}
+
+
+def reply_due(row: tuple) -> bool:
+    waiting, last_user, answered = row
     return not waiting and last_user is not None and (answered is None or last_user > answered)
 
 
