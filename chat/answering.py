@@ -6,11 +6,12 @@ Every way in — an HTMX POST, a websocket frame, text typed in the chat box, a 
 1. In one thread hop, one transaction (`_resolve`): `questions.services` resolves the question,
    and when that completed its group, `record_group_outcomes` records what the answer means (the
    tool result the model receives, the operations a confirmation applies, the enhanced request
-   of a clarification). After the commit, the same hop renders what every tab should now show.
+   of a clarification).
    Answers that arrive while a hop runs wait for the next and share it (`chat.batching`): a
    burst of a hundred answers is a few hops and a few transactions, not a hundred.
 2. After commit (`_after_commit_all`; for answers, in a task of its own, so that a caller that
-   goes away cancels nothing): broadcast those partials, arm the next question's timer, and —
+   goes away cancels nothing): render and broadcast each receipt (one at a time, so the first of
+   a batch goes out at once), arm the next question's timer, and —
    only for the resolver that completed the group — start the next turn. A batch's receipts all
    go out before any of its turns start.
 
@@ -19,6 +20,7 @@ Nothing in the transaction broadcasts or starts work, so a rolled-back resolutio
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import logging
@@ -141,11 +143,17 @@ def _answer_as_message(group: QuestionGroup, questions_: list[PendingQuestion]) 
 
 @dataclass(frozen=True)
 class _Resolved:
-    """A committed resolution and what follows from it, rendered while still in the thread."""
+    """A committed resolution and what follows from it."""
 
     resolution: questions.Resolution
     group_name: str
-    html: str  # the group's card as it is now, plus the message written on the person's behalf
+    derived: Message | None  # the message written on the person's behalf, if any
+
+    def html(self) -> str:
+        """The group's card as it is now, plus the message written on the person's behalf: from
+        the rows the resolution locked and updated, not a fresh read of them."""
+        card = rendering.question_group(self.resolution.group, questions=self.resolution.questions)
+        return card + (rendering.message_appended(self.derived) if self.derived is not None else "")
 
 
 def _resolve(resolve: Callable[[], list[questions.Resolution | questions.QuestionError]]) -> list[_Resolved | questions.QuestionError]:
@@ -154,20 +162,16 @@ def _resolve(resolve: Callable[[], list[questions.Resolution | questions.Questio
     with transaction.atomic():
         outcomes = resolve()
         derived = record_group_outcomes([o for o in outcomes if isinstance(o, questions.Resolution) and o.completed_group])
-    # Committed. Render here, in the same hop, so the async side only has to send — from the group
-    # rows the resolution locked and updated, not a fresh read of them.
     return [
-        o if not isinstance(o, questions.Resolution) else _rendered(o, derived.get(o.group.pk) if o.completed_group else None)
+        o
+        if not isinstance(o, questions.Resolution)
+        else _Resolved(
+            resolution=o,
+            group_name=publishing.group_name(o.group.conversation_id),
+            derived=derived.get(o.group.pk) if o.completed_group else None,
+        )
         for o in outcomes
     ]
-
-
-def _rendered(resolution: questions.Resolution, derived: Message | None) -> _Resolved:
-    group = resolution.group
-    html = rendering.question_group(group, questions=resolution.questions) + (
-        rendering.message_appended(derived) if derived is not None else ""
-    )
-    return _Resolved(resolution=resolution, group_name=publishing.group_name(group.conversation_id), html=html)
 
 
 def _resolve_one(resolve: Callable[[], questions.Resolution | None]) -> _Resolved | None:
@@ -205,11 +209,14 @@ async def _after_commit_all(outcomes: list[_Resolved | Exception]) -> list[quest
     resolved = [o for o in outcomes if isinstance(o, _Resolved)]
     unsent: dict[int, Exception] = {}
     for r in resolved:
+        # Rendered one by one as they go out, each let through to its tabs before the next is
+        # rendered: the first receipt of a batch does not wait for the whole batch's rendering.
         try:
-            await publishing.send(r.group_name, r.html)
+            await publishing.send(r.group_name, r.html())
         except Exception as exc:
             log.error("the receipt of question %s could not be sent: %r", r.resolution.question.pk, exc)
             unsent[id(r)] = exc
+        await asyncio.sleep(0)
     for r in resolved:
         resolution = r.resolution
         question_metrics.observe(resolution.changed)
