@@ -40,10 +40,10 @@ from channels.layers import get_channel_layer  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from loadkit import ModelProcess  # noqa: E402
 
 from chat import agent, services  # noqa: E402
 from llm import client_from_settings  # noqa: E402
-from loadkit import ModelProcess  # noqa: E402
 from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
 from workspace.demo_content import seed_demo_workspace  # noqa: E402
 
