@@ -11,9 +11,10 @@ plans every statement anew each time it runs — and for these, planning cost mo
 (the turn's workspace snapshot: 2.0 ms to plan, 0.7 ms to run; "does this conversation need a
 reply": 1.6 ms against 0.2 ms). Here the parameters are bound on the server and each statement
 is prepared on first use per connection (`prepare_threshold` 0 in settings.py; psycopg keeps
-the 100 most recent), after which Postgres reuses its plan. They go through Django's cursor wrapper all the same, so they are
-logged and counted like any other query. `DATABASE_PREPARED_STATEMENTS=false` turns it off for
-a connection pooler that cannot keep prepared statements.
+the 100 most recent), after which Postgres reuses its plan. They go through Django's cursor
+wrapper all the same, so they are logged and counted like any other query.
+`DATABASE_PREPARED_STATEMENTS=false` turns it off for a connection pooler that cannot keep
+prepared statements.
 """
 
 from __future__ import annotations
