@@ -123,7 +123,7 @@ def scripted_reply(body: dict) -> Reply:
     return Reply.text(WORDS)
 
 
-async def run_scenario(name: str, request: str, llm_calls: int, *, turns: int, user, fake: FakeOpenAI | None) -> dict:
+async def run_scenario(name: str, request: str, llm_calls: int, *, turns: int, user) -> dict:
     layer = get_channel_layer()
     overheads, cpu, queries, hops = [], [], [], []
     for _ in range(turns):
@@ -131,8 +131,6 @@ async def run_scenario(name: str, request: str, llm_calls: int, *, turns: int, u
         tab = await layer.new_channel()  # one open tab listening, as in real use
         await layer.group_add(conversation.group_name, tab)
         await database_sync_to_async(services.post_user_message)(user=user, conversation_id=conversation.pk, content=request)
-        if fake is not None:
-            fake.script(*[scripted_reply({"messages": [{"role": "user", "content": request}]})][: llm_calls - 1], Reply.text(WORDS))
         client = TimedClient(client_from_settings())
         started, cpu_started = time.perf_counter(), time.process_time()
         queries_before, hops_before = Counts.queries, Counts.hops
@@ -166,16 +164,16 @@ async def main(turns: int, model: ModelProcess | None) -> None:
         await database_sync_to_async(seed_demo_workspace)(user=user)
     Counts.install()
     with contextlib.ExitStack() as stack:
-        fake = None if model is not None else stack.enter_context(FakeOpenAI(default=None))
-        settings.LLM_BASE_URL = model.base_url if model is not None else fake.base_url
+        served = model if model is not None else stack.enter_context(FakeOpenAI(default=scripted_reply))
+        settings.LLM_BASE_URL = served.base_url
         settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_MAX_RETRIES = "sk-bench", "fake", 0
         # The loop itself: clarification, the detector and the guesser each add a model call of
         # their own with a real model, and are measured by what they cost the model, not here.
         settings.CLARIFICATION_ENABLED = settings.QUESTION_DETECTOR_ENABLED = settings.QUESTION_GUESSER_ENABLED = False
-        await run_scenario("warm-up", "what's in progress?", 1, turns=10, user=user, fake=fake)
+        await run_scenario("warm-up", "what's in progress?", 1, turns=10, user=user)
         rows = [
-            await run_scenario("text reply (60 words streamed)", "what's in progress?", 1, turns=turns, user=user, fake=fake),
-            await run_scenario("query_tasks tool call, then text", "tool: what's in progress?", 2, turns=turns, user=user, fake=fake),
+            await run_scenario("text reply (60 words streamed)", "what's in progress?", 1, turns=turns, user=user),
+            await run_scenario("query_tasks tool call, then text", "tool: what's in progress?", 2, turns=turns, user=user),
         ]
     where = "in this process" if model is None else "in a process of its own"
     print(f"\nAgent-loop overhead per LLM round trip ({turns} turns each, fake model at zero delay, {where})\n")

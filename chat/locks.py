@@ -19,7 +19,7 @@ from typing import AsyncIterator, Sequence
 
 import psycopg
 from django.db import connection
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from project.embedded_pg import connection_settings
 
@@ -96,7 +96,14 @@ async def conversation_turn_lock(conversation_id: uuid.UUID, *, after_release: S
     Raises psycopg.OperationalError (PoolTimeout included) when no connection can be had."""
     key = lock_key(conversation_id)
     pool = await _pool()
-    conn = await _lock_connection(pool, key)
+    try:
+        conn = await _try_lock(pool, key)
+    except PoolTimeout:
+        raise  # no connection was free in time: waiting again would only double the wait
+    except psycopg.OperationalError:
+        # The pool lends a connection without testing it (a round trip on every turn): one that
+        # Postgres dropped while idle fails here, is discarded, and the next one is tried.
+        conn = await _try_lock(pool, key)
     lock = TurnLock(acquired=conn is not None)
     if conn is None:
         yield lock
@@ -106,41 +113,29 @@ async def conversation_turn_lock(conversation_id: uuid.UUID, *, after_release: S
     except BaseException:
         await _release(pool, conn, key)
         raise
-    await _release(pool, conn, key, lock=lock, after_release=after_release)
+    lock.after_release = await _release(pool, conn, key, then=after_release)
 
 
-async def _lock_connection(pool: AsyncConnectionPool, key: int) -> psycopg.AsyncConnection | None:
-    """A pooled connection holding the lock, or None when another session holds it. The pool
-    does not test a connection before lending it (a round trip on every turn); one that
-    Postgres dropped while idle fails here, is discarded, and the next one is tried."""
-    for attempt in range(2):
-        conn = await pool.getconn()
-        try:
-            row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone()
-        except psycopg.OperationalError:
-            await pool.putconn(conn)  # a broken connection is closed, not pooled again
-            if attempt:
-                raise
-            continue
-        except BaseException:
-            await conn.close()  # may hold the lock: closing the session releases it
-            await pool.putconn(conn)
-            raise
-        if row[0]:
-            return conn
+async def _try_lock(pool: AsyncConnectionPool, key: int) -> psycopg.AsyncConnection | None:
+    """A pooled connection holding the lock, or None when another session holds it."""
+    conn = await pool.getconn()
+    try:
+        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone()
+    except psycopg.OperationalError:
+        await pool.putconn(conn)  # a broken connection is closed, not pooled again
+        raise
+    except BaseException:
+        await conn.close()  # may hold the lock: closing the session releases it
         await pool.putconn(conn)
-        return None
-    raise AssertionError("unreachable")
+        raise
+    if row[0]:
+        return conn
+    await pool.putconn(conn)
+    return None
 
 
-async def _release(
-    pool: AsyncConnectionPool,
-    conn: psycopg.AsyncConnection,
-    key: int,
-    *,
-    lock: TurnLock | None = None,
-    after_release: Statement | None = None,
-) -> None:
+async def _release(pool: AsyncConnectionPool, conn: psycopg.AsyncConnection, key: int, *, then: Statement | None = None) -> tuple | None:
+    """Lets go of the lock, then runs `then` on the same connection; its row, or None."""
     try:
         try:
             await conn.execute("SELECT pg_advisory_unlock(%s)", [key])
@@ -149,11 +144,12 @@ async def _release(
             # the session releases it.
             await conn.close()
             raise
-        if lock is not None and after_release is not None:
+        if then is not None:
             try:
-                lock.after_release = await (await conn.execute(*after_release)).fetchone()
+                return await (await conn.execute(*then)).fetchone()
             except psycopg.Error as exc:  # the caller asks the question its own way instead
                 log.warning("the statement after the turn lock failed: %r", exc)
+        return None
     finally:
         await pool.putconn(conn)
 
