@@ -156,13 +156,25 @@ def _needs_reply_sql() -> str:
 
 
 def save_assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> Message:
-    return Message.objects.create(
-        conversation_id=conversation_id,
-        in_reply_to_id=in_reply_to_id,
-        role=Message.Role.ASSISTANT,
-        content=content,
-        tool_calls=tool_calls,
-        metadata=metadata,
+    statement = assistant_message(
+        conversation_id=conversation_id, in_reply_to_id=in_reply_to_id, content=content, tool_calls=tool_calls, metadata=metadata
+    )
+    (row,) = rawsql.fetch(*statement)
+    return rawsql.load(Message, row)
+
+
+def assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> rawsql.Statement:
+    """The statement that saves a model's reply (`save_assistant_message` runs it through Django;
+    a turn, on its lock's connection), returning the row: `rawsql.load(Message, row)`."""
+    return rawsql.insert(
+        Message(
+            conversation_id=conversation_id,
+            in_reply_to_id=in_reply_to_id,
+            role=Message.Role.ASSISTANT,
+            content=content,
+            tool_calls=tool_calls,
+            metadata=metadata,
+        )
     )
 
 
@@ -183,7 +195,9 @@ def save_tool_results(*, conversation_id, in_reply_to_id: int, results: list[Too
 def save_tool_results_of_calls(calls: list[tuple[uuid.UUID, int, ToolResult]]) -> list[Message]:
     """Results of tool calls from any conversations, in one statement: [(conversation id, the
     user message its turn answers, result)]."""
-    return Message.objects.bulk_create(
+    if not calls:
+        return []
+    statement = rawsql.insert_many(
         [
             Message(
                 conversation_id=conversation_id,
@@ -197,6 +211,7 @@ def save_tool_results_of_calls(calls: list[tuple[uuid.UUID, int, ToolResult]]) -
             for conversation_id, in_reply_to_id, r in calls
         ]
     )
+    return [rawsql.load(Message, row) for row in rawsql.fetch(*statement)]
 
 
 def save_tool_result(*, conversation_id, in_reply_to_id: int, tool_call_id: str, tool_name: str, content: str, is_error: bool) -> Message:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -291,14 +290,11 @@ class _Changes:
     def save(self, now: dt.datetime) -> None:
         if self.resolved:
             qs = self.resolved
-            updated = rawsql.fetch(
-                _RESOLVE_SQL,
-                {
-                    "ids": [q.pk for q in qs], "status": [q.status for q in qs], "answer": [q.answer for q in qs],
-                    "indexes": [json.dumps(q.selected_indexes) for q in qs], "custom": [q.is_custom for q in qs],
-                    "via": [q.resolved_via for q in qs], "now": now, "pending": Status.PENDING,
-                },
-            )  # fmt: skip
+            rows = [
+                {"id": q.pk, "status": q.status, "answer": q.answer, "indexes": q.selected_indexes, "custom": q.is_custom, "via": q.resolved_via}
+                for q in qs
+            ]  # fmt: skip
+            updated = rawsql.fetch(_RESOLVE_SQL, {"rows": rawsql.as_json(rows), "now": now, "pending": Status.PENDING})
             if len(updated) != len(qs):
                 # Every writer holds the group's lock, so this cannot happen; if it does, the
                 # transaction must not commit a resolution on top of another.
@@ -307,27 +303,25 @@ class _Changes:
                 lost.refresh_from_db()
                 raise AlreadyResolved(lost)
         if self.clocks_started:
-            rawsql.fetch(
-                _START_CLOCKS_SQL, {"ids": [q.pk for q in self.clocks_started], "deadlines": [q.deadline for q in self.clocks_started]}
-            )
+            rows = [{"id": q.pk, "deadline": q.deadline} for q in self.clocks_started]
+            rawsql.fetch(_START_CLOCKS_SQL, {"rows": rawsql.as_json(rows)})
         if self.completed:
-            rawsql.fetch(_COMPLETE_SQL, {"ids": [g.pk for g in self.completed], "now": now})
+            rawsql.fetch(_COMPLETE_SQL, {"ids": rawsql.as_json([g.pk for g in self.completed]), "now": now})
 
 
 _Q, _G = PendingQuestion._meta.db_table, QuestionGroup._meta.db_table
 # A resolution is written only over a pending question: a second resolver never overwrites one.
 _RESOLVE_SQL = (
-    f"UPDATE {_Q} q SET status = v.status, answer = v.answer, selected_indexes = v.indexes::jsonb, is_custom = v.custom, "
+    f"UPDATE {_Q} q SET status = v.status, answer = v.answer, selected_indexes = v.indexes, is_custom = v.custom, "
     "resolved_via = v.via, resolved_at = %(now)s, paused_at = NULL "
-    "FROM unnest(%(ids)s::uuid[], %(status)s::text[], %(answer)s::text[], %(indexes)s::text[], %(custom)s::bool[], %(via)s::text[]) "
-    "AS v(id, status, answer, indexes, custom, via) "
+    "FROM json_to_recordset(%(rows)s::json) AS v(id uuid, status text, answer text, indexes jsonb, custom bool, via text) "
     "WHERE q.id = v.id AND q.status = %(pending)s RETURNING q.id"
 )
 _START_CLOCKS_SQL = (
-    f"UPDATE {_Q} q SET deadline = v.deadline FROM unnest(%(ids)s::uuid[], %(deadlines)s::timestamptz[]) AS v(id, deadline) "
+    f"UPDATE {_Q} q SET deadline = v.deadline FROM json_to_recordset(%(rows)s::json) AS v(id uuid, deadline timestamptz) "
     "WHERE q.id = v.id RETURNING q.id"
 )
-_COMPLETE_SQL = f"UPDATE {_G} SET completed_at = %(now)s WHERE id = ANY(%(ids)s::uuid[]) RETURNING id"
+_COMPLETE_SQL = f"UPDATE {_G} SET completed_at = %(now)s WHERE id IN {rawsql.uuids_in('%(ids)s')} RETURNING id"
 
 
 Locked = tuple[QuestionGroup, list[PendingQuestion], PendingQuestion]  # (group, its questions, the question)
@@ -348,7 +342,7 @@ def _lock_groups_of(wanted: list[tuple[uuid.UUID, Any]]) -> dict[uuid.UUID, Lock
     several does, so two of them never wait on each other in a cycle."""
     if not wanted:
         return {}
-    params = {"keys": [key for key, _ in wanted], "users": [getattr(user, "pk", None) for _, user in wanted]}
+    params = {"wanted": rawsql.as_json([{"id": key, "user_id": getattr(user, "pk", None)} for key, user in wanted])}
     groups = {g.pk: g for g in rawsql.fetch_models(QuestionGroup, _lock_groups_sql(), params)}
     found: dict[uuid.UUID, Locked] = {}
     for questions in selectors.questions_of_groups(groups).values():
@@ -381,7 +375,7 @@ def _as_uuid(value) -> uuid.UUID | None:
 def _lock_groups_sql() -> str:
     return (
         f"WITH wanted AS (SELECT g.id FROM {_G} g WHERE g.id IN ("
-        f"SELECT q.group_id FROM {_Q} q JOIN unnest(%(keys)s::uuid[], %(users)s::bigint[]) AS r(id, user_id) "
+        f"SELECT q.group_id FROM {_Q} q JOIN json_to_recordset(%(wanted)s::json) AS r(id uuid, user_id bigint) "
         "ON q.id = r.id AND (r.user_id IS NULL OR q.user_id = r.user_id)) ORDER BY g.id FOR UPDATE) "
         f"UPDATE {_G} g SET revision = g.revision + 1 FROM wanted WHERE g.id = wanted.id RETURNING {rawsql.columns(QuestionGroup, 'g')}"
     )
