@@ -18,10 +18,13 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator, Sequence
 
 import psycopg
+from django.conf import settings
 from django.db import connection
+from django.db.backends.postgresql.psycopg_any import get_adapters_template
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from project.embedded_pg import connection_settings
+from project.rawsql import Statement
 
 log = logging.getLogger("clarion.agent")
 
@@ -55,7 +58,7 @@ async def _pool() -> AsyncConnectionPool:
         _discard_pools_of_closed_loops()
         pool = AsyncConnectionPool(
             key[1],
-            kwargs={"autocommit": True},
+            kwargs=_connect_kwargs(),
             min_size=0,
             max_size=MAX_LOCK_CONNECTIONS,
             max_idle=MAX_IDLE_SECONDS,
@@ -68,27 +71,51 @@ async def _pool() -> AsyncConnectionPool:
     return pool
 
 
+def _connect_kwargs() -> dict:
+    """As Django sets up its own connections: the same loaders (JSON as text, timestamps in its
+    time zone), so rows read here load into the same model instances as through Django; and
+    prepared statements where the settings allow them."""
+    return {
+        "autocommit": True,
+        "context": get_adapters_template(settings.USE_TZ, connection.timezone),
+        "prepare_threshold": connection.settings_dict["OPTIONS"].get("prepare_threshold"),
+    }
+
+
 def lock_key(conversation_id: uuid.UUID) -> int:
     # 64 bits of the UUID as a signed bigint: collisions between conversations are not a concern.
     return int.from_bytes(uuid.UUID(str(conversation_id)).bytes[:8], "big", signed=True)
 
 
 class TurnLock:
-    """What `conversation_turn_lock` yields: whether this caller holds the lock, and — once the
-    block is left — the row of the statement it was asked to run after letting go."""
+    """What `conversation_turn_lock` yields: whether this caller holds the lock, the rows of the
+    statements it was asked to read with it, its connection for the turn's own statements
+    (`fetch`), and — once the block is left — the row of the statement it was asked to run after
+    letting go."""
 
-    def __init__(self, acquired: bool):
-        self.acquired = acquired
+    def __init__(self, conn: psycopg.AsyncConnection | None, rows: list[list[tuple]] | None = None):
+        self.acquired = conn is not None
+        self.rows = rows
         self.after_release: tuple | None = None
+        self._conn = conn
 
-
-# A statement and its parameters.
-Statement = tuple[str, dict | Sequence]
+    async def fetch(self, statement: Statement) -> list[tuple]:
+        """The rows of `statement`, run on the lock's connection while it is held (autocommit:
+        a write is committed when this returns)."""
+        assert self._conn is not None, "the lock is not held"
+        return await (await self._conn.execute(*statement)).fetchall()
 
 
 @asynccontextmanager
-async def conversation_turn_lock(conversation_id: uuid.UUID, *, after_release: Statement | None = None) -> AsyncIterator[TurnLock]:
+async def conversation_turn_lock(
+    conversation_id: uuid.UUID, *, reads: Sequence[Statement] = (), after_release: Statement | None = None
+) -> AsyncIterator[TurnLock]:
     """Holds the conversation's turn lock when `.acquired` (False: another caller holds it).
+
+    `reads` are sent with the lock statement, in one round trip, and run once it is taken: they
+    see everything committed before the lock was let go by its last holder. Their rows are in
+    `.rows`, one list per statement — None when they failed (logged; the lock is held all the
+    same, and the caller reads its own way).
 
     `after_release` runs on the same connection right after the lock is let go — in a
     transaction of its own, so it sees everything committed before the release — and its row is
@@ -97,14 +124,14 @@ async def conversation_turn_lock(conversation_id: uuid.UUID, *, after_release: S
     key = lock_key(conversation_id)
     pool = await _pool()
     try:
-        conn = await _try_lock(pool, key)
+        conn, rows = await _try_lock(pool, key, reads)
     except PoolTimeout:
         raise  # no connection was free in time: waiting again would only double the wait
     except psycopg.OperationalError:
         # The pool lends a connection without testing it (a round trip on every turn): one that
         # Postgres dropped while idle fails here, is discarded, and the next one is tried.
-        conn = await _try_lock(pool, key)
-    lock = TurnLock(acquired=conn is not None)
+        conn, rows = await _try_lock(pool, key, reads)
+    lock = TurnLock(conn, rows)
     if conn is None:
         yield lock
         return
@@ -116,22 +143,40 @@ async def conversation_turn_lock(conversation_id: uuid.UUID, *, after_release: S
     lock.after_release = await _release(pool, conn, key, then=after_release)
 
 
-async def _try_lock(pool: AsyncConnectionPool, key: int) -> psycopg.AsyncConnection | None:
-    """A pooled connection holding the lock, or None when another session holds it."""
+async def _try_lock(
+    pool: AsyncConnectionPool, key: int, reads: Sequence[Statement]
+) -> tuple[psycopg.AsyncConnection | None, list[list[tuple]] | None]:
+    """A pooled connection holding the lock (None when another session holds it), and the rows
+    of `reads`, run after the lock statement in the same round trip (pipeline mode)."""
     conn = await pool.getconn()
     try:
-        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone()
+        async with conn.pipeline():
+            locking = await conn.execute(LOCK, [key])
+            reading = [await conn.cursor().execute(sql, params) for sql, params in reads]
+        locked = (await locking.fetchone())[0]
+        rows = [await cursor.fetchall() for cursor in reading] if locked and reads else None
     except psycopg.OperationalError:
         await pool.putconn(conn)  # a broken connection is closed, not pooled again
         raise
-    except BaseException:
+    except psycopg.Error as exc:
         await conn.close()  # may hold the lock: closing the session releases it
         await pool.putconn(conn)
+        if not reads:
+            raise
+        log.warning("the statements read with the turn lock failed: %r", exc)
+        conn, _ = await _try_lock(pool, key, ())
+        return conn, None
+    except BaseException:
+        await conn.close()
+        await pool.putconn(conn)
         raise
-    if row[0]:
-        return conn
+    if locked:
+        return conn, rows
     await pool.putconn(conn)
-    return None
+    return None, None
+
+
+LOCK = "SELECT pg_try_advisory_lock(%s)"
 
 
 async def _release(pool: AsyncConnectionPool, conn: psycopg.AsyncConnection, key: int, *, then: Statement | None = None) -> tuple | None:

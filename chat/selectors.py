@@ -4,6 +4,7 @@ import datetime as dt
 import functools
 import uuid
 from dataclasses import dataclass
+from typing import Iterable, Sequence
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -14,12 +15,11 @@ from django.utils.formats import date_format
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
 from knowledge.models import AIConfig
-from knowledge.selectors import get_ai_config
 from llm import ChatMessage, ToolCall
 from project import rawsql
 from questions import selectors as question_selectors
 from questions.services import QuestionTimeouts
-from workspace.selectors import Snapshot, snapshot_for_user
+from workspace.selectors import Snapshot, snapshot_from_rows, snapshot_sql
 
 SEARCH_MAX_CHARS = 200
 
@@ -80,7 +80,12 @@ def history_for_model(*, conversation: Conversation, limit: int) -> list[Message
     - Tool calls whose arguments could not be read, and their error results, are left out: a
       retry starts from the request, not from the model's earlier garbled attempts.
     """
-    recent = rawsql.fetch_models(Message, _history_sql(), {"conversation": conversation.pk, "limit": limit})
+    return _history_from(rawsql.fetch_models(Message, _history_sql(), {"conversation": conversation.pk, "limit": limit}))
+
+
+def _history_from(messages: Iterable[Message]) -> list[Message]:
+    """`history_for_model` from the rows of `_history_sql`."""
+    recent = list(messages)
     recent.sort(key=lambda m: (m.pk, 0, m.pk) if m.role == Message.Role.USER else (m.in_reply_to_id or m.pk, 1, m.pk))
     first_user = next((i for i, m in enumerate(recent) if m.role == Message.Role.USER), len(recent))
     history = recent[first_user:]
@@ -145,16 +150,34 @@ class TurnContext:
 
 
 def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnContext:
-    conversation, config = _conversation_and_config(conversation_id)
-    history = history_for_model(conversation=conversation, limit=history_limit)
+    """The turn's context, read through Django's connection (one statement per read)."""
+    return turn_context_from_rows(rawsql.fetch_each(turn_reads(conversation_id, history_limit)))
+
+
+def turn_reads(conversation_id: uuid.UUID, history_limit: int) -> list[rawsql.Statement]:
+    """What a turn reads, as statements that can run on any connection — a turn runs them on
+    its lock's connection in the round trip that takes the lock (chat/locks.py):
+    the conversation with its owner and the AI configuration, the history, the owner's
+    workspace snapshot and, when clarification is on, the clarification rounds per request."""
+    params = {"conversation": conversation_id, "limit": history_limit}
+    reads = [(_conversation_and_config_sql(), params), (_history_sql(), params), (_owner_snapshot_sql(), params)]
+    if settings.CLARIFICATION_ENABLED:
+        reads.append((question_selectors.clarification_rounds_sql(), params))
+    return reads
+
+
+def turn_context_from_rows(rows: Sequence[list[tuple]]) -> TurnContext:
+    """The turn's context from the rows of `turn_reads`, in their order. No query."""
+    conversation, config = _conversation_and_config(rows[0])
+    history = _history_from(rawsql.load(Message, row) for row in rows[1])
     request = max((m for m in history if m.role == Message.Role.USER), key=lambda m: m.pk)
-    snapshot = snapshot_for_user(user=conversation.owner)
+    snapshot = snapshot_from_rows(rows[2])
     meta = dict(request.metadata or {})
     continuing = any(m.in_reply_to_id == request.pk for m in history)
     root_id = meta.get("clarification_of") or request.pk
     rounds = None
-    if settings.CLARIFICATION_ENABLED and not (continuing or meta.get("answer_to") or meta.get("skipped")):
-        rounds = question_selectors.clarification_rounds(conversation_id=conversation.pk, since_message_id=root_id)
+    if len(rows) > 3 and not (continuing or meta.get("answer_to") or meta.get("skipped")):
+        rounds = dict(rows[3]).get(root_id, 0)
     messages = (
         ChatMessage(role="system", content=system_prompt(snapshot, template=config.chat_system_prompt)),
         *(as_chat_message(m) for m in history),
@@ -183,18 +206,17 @@ def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnConte
     )
 
 
-def _conversation_and_config(conversation_id: uuid.UUID) -> tuple[Conversation, AIConfig]:
-    """The conversation with its owner, and the AI configuration: one statement per turn."""
-    rows = rawsql.fetch(_conversation_and_config_sql(), {"conversation": conversation_id})
+def _conversation_and_config(rows: list[tuple]) -> tuple[Conversation, AIConfig]:
+    """The conversation with its owner, and the AI configuration, from one row."""
     if not rows:
-        raise Conversation.DoesNotExist(f"no conversation {conversation_id}")
+        raise Conversation.DoesNotExist("no such conversation")
     (row,) = rows
     conversation = rawsql.load(Conversation, row)
     user_model = get_user_model()
     conversation.owner = rawsql.load(user_model, row, rawsql.width(Conversation))
     config_at = rawsql.width(Conversation) + rawsql.width(user_model)
-    # The configuration row is made on first use; until then, get_ai_config creates it.
-    config = rawsql.load(AIConfig, row, config_at) if row[config_at] is not None else get_ai_config()
+    # The configuration row is made on first use (get_ai_config); until then, its defaults.
+    config = rawsql.load(AIConfig, row, config_at) if row[config_at] is not None else AIConfig(singleton=True)
     return conversation, config
 
 
@@ -206,6 +228,11 @@ def _conversation_and_config_sql() -> str:
         f"FROM {Conversation._meta.db_table} c JOIN {user_model._meta.db_table} u ON u.id = c.owner_id "
         f"LEFT JOIN {AIConfig._meta.db_table} a ON a.singleton WHERE c.id = %(conversation)s"
     )
+
+
+@functools.cache
+def _owner_snapshot_sql() -> str:
+    return snapshot_sql(owner=f"(SELECT owner_id FROM {Conversation._meta.db_table} WHERE id = %(conversation)s)")
 
 
 def as_chat_message(message: Message) -> ChatMessage:

@@ -59,7 +59,7 @@ def questions_of_groups(groups: dict[uuid.UUID, QuestionGroup]) -> dict[uuid.UUI
     """{group id: its questions in order, each with `group` set} for the groups given by id, in
     one statement (it runs on every answer and every batch of answers, so it is written in SQL)."""
     found: dict[uuid.UUID, list[PendingQuestion]] = {}
-    for q in rawsql.fetch_models(PendingQuestion, _questions_of_groups_sql(), {"groups": list(groups)}):
+    for q in rawsql.fetch_models(PendingQuestion, _questions_of_groups_sql(), {"groups": rawsql.as_json(list(groups))}):
         q.group = groups[q.group_id]
         found.setdefault(q.group_id, []).append(q)
     return found
@@ -69,7 +69,7 @@ def questions_of_groups(groups: dict[uuid.UUID, QuestionGroup]) -> dict[uuid.UUI
 def _questions_of_groups_sql() -> str:
     return (
         f"SELECT {rawsql.columns(PendingQuestion, 'q')} FROM {PendingQuestion._meta.db_table} q "
-        "WHERE q.group_id = ANY(%(groups)s::uuid[]) ORDER BY q.group_id, q.position"
+        f"WHERE q.group_id IN {rawsql.uuids_in('%(groups)s')} ORDER BY q.group_id, q.position"
     )
 
 
@@ -77,11 +77,14 @@ def groups_for_conversation(*, conversation_id) -> list[QuestionGroup]:
     return list(QuestionGroup.objects.filter(conversation_id=conversation_id).prefetch_related("questions").order_by("created_at"))
 
 
-def clarification_rounds(*, conversation_id, since_message_id: int) -> int:
-    """Clarification rounds asked for one request (at most two are allowed)."""
-    return QuestionGroup.objects.filter(
-        conversation_id=conversation_id, kind=QuestionGroup.Kind.CLARIFY, payload__request_message_id=since_message_id
-    ).count()
+@functools.cache
+def clarification_rounds_sql() -> str:
+    """Clarification rounds asked per request in the conversation `%(conversation)s` (at most two
+    are allowed per request): rows of (the request's message id, rounds)."""
+    return (
+        f"SELECT (payload->>'request_message_id')::bigint, count(*) FROM {QuestionGroup._meta.db_table} "
+        f"WHERE conversation_id = %(conversation)s AND kind = '{QuestionGroup.Kind.CLARIFY.value}' GROUP BY 1"
+    )
 
 
 _STATUS_FOR_MODEL: dict[str, str] = {Status.ANSWERED: "answered", Status.TIMED_OUT: "timed_out", Status.CANCELLED: "skipped"}

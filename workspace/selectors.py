@@ -159,7 +159,12 @@ SNAPSHOT_NOTES = 15
 def snapshot_for_user(*, user) -> Snapshot:
     """One statement, whatever the workspace's size: it is read at the start of every turn, so it
     is written in SQL (project/rawsql.py says why) and Postgres assembles it as one JSON value."""
-    (row,) = rawsql.fetch(_snapshot_sql(), {"owner": user.pk})
+    return snapshot_from_rows(rawsql.fetch(snapshot_sql(), {"owner": user.pk}))
+
+
+def snapshot_from_rows(rows: list[tuple]) -> Snapshot:
+    """The snapshot from the row of `snapshot_sql`, run on any connection."""
+    (row,) = rows
     data = json.loads(row[0])
 
     def tasks(key: str) -> list[SnapshotTask]:
@@ -181,7 +186,9 @@ def snapshot_for_user(*, user) -> Snapshot:
 
 
 @functools.cache
-def _snapshot_sql() -> str:
+def snapshot_sql(owner: str = "%(owner)s") -> str:
+    """The snapshot's statement; `owner` is the SQL of the owner's id (by default the parameter
+    `owner`; a turn passes a subquery on its conversation, to read it without a round trip first)."""
     task, project, note = Task._meta.db_table, Project._meta.db_table, Note._meta.db_table
     status = Task.Status
 
@@ -189,7 +196,7 @@ def _snapshot_sql() -> str:
         return (
             "COALESCE((SELECT json_agg(x ORDER BY x.created_at DESC, x.id DESC) FROM ("
             f"SELECT t.id, t.title, t.priority, t.due_date, t.project_id, p.name AS project_name, t.created_at FROM {task} t "
-            f"LEFT JOIN {project} p ON p.id = t.project_id WHERE t.owner_id = %(owner)s AND t.status = '{state}' "
+            f"LEFT JOIN {project} p ON p.id = t.project_id WHERE t.owner_id = {owner} AND t.status = '{state}' "
             f"ORDER BY t.created_at DESC, t.id DESC LIMIT {limit}) x), '[]')"
         )
 
@@ -197,9 +204,9 @@ def _snapshot_sql() -> str:
         "SELECT json_build_object("
         f"'todo', {first_tasks(status.TODO, SNAPSHOT_TODO)}, "
         f"'in_progress', {first_tasks(status.IN_PROGRESS, SNAPSHOT_IN_PROGRESS)}, "
-        f"'completed', (SELECT count(*) FROM {task} WHERE owner_id = %(owner)s AND status = '{status.COMPLETED}'), "
+        f"'completed', (SELECT count(*) FROM {task} WHERE owner_id = {owner} AND status = '{status.COMPLETED}'), "
         "'notes', COALESCE((SELECT json_agg(x ORDER BY x.updated_at DESC, x.id DESC) FROM ("
-        f"SELECT id, title, updated_at FROM {note} WHERE owner_id = %(owner)s ORDER BY updated_at DESC, id DESC LIMIT {SNAPSHOT_NOTES}) x), '[]'), "
+        f"SELECT id, title, updated_at FROM {note} WHERE owner_id = {owner} ORDER BY updated_at DESC, id DESC LIMIT {SNAPSHOT_NOTES}) x), '[]'), "
         "'projects', COALESCE((SELECT json_agg(x ORDER BY x.archived, x.name, x.id) FROM ("
         "SELECT p.id, p.name, p.archived, COALESCE(c.todo, 0) AS todo, COALESCE(c.in_progress, 0) AS in_progress, "
         f"COALESCE(c.completed, 0) AS completed, (SELECT count(*) FROM {note} n WHERE n.project_id = p.id) AS notes "
@@ -207,6 +214,6 @@ def _snapshot_sql() -> str:
         f"count(*) FILTER (WHERE status = '{status.TODO}') AS todo, "
         f"count(*) FILTER (WHERE status = '{status.IN_PROGRESS}') AS in_progress, "
         f"count(*) FILTER (WHERE status = '{status.COMPLETED}') AS completed "
-        f"FROM {task} WHERE owner_id = %(owner)s GROUP BY project_id) c ON c.project_id = p.id "
-        "WHERE p.owner_id = %(owner)s) x), '[]'))::text"
+        f"FROM {task} WHERE owner_id = {owner} GROUP BY project_id) c ON c.project_id = p.id "
+        f"WHERE p.owner_id = {owner}) x), '[]'))::text"
     )

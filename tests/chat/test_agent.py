@@ -256,7 +256,7 @@ async def test_a_turn_that_cannot_even_load_ends_with_a_visible_error(model_endp
     def broken(**kwargs):
         raise RuntimeError("simulated bug while loading the turn")
 
-    monkeypatch.setattr(agent.selectors, "turn_context", broken)
+    monkeypatch.setattr(agent.selectors, "turn_context_from_rows", broken)
     conversation = await ask(alice, "hello")
     await agent.run_pending_turns(conversation.pk)
     rows = await thread(conversation)
