@@ -12,8 +12,9 @@ Every way in — an HTMX POST, a websocket frame, text typed in the chat box, a 
 2. After commit (`_after_commit_all`; for answers, in a task of its own, so that a caller that
    goes away cancels nothing): render and broadcast each receipt (one at a time, so the first of
    a batch goes out at once), arm the next question's timer, and —
-   only for the resolver that completed the group — start the next turn. A batch's receipts all
-   go out before any of its turns start.
+   only for the resolver that completed the group — start the next turn, once every answer
+   received so far is resolved and shown (`_start_turns_after_receipts`): a burst's receipts do
+   not wait behind the turns that the same burst starts.
 
 Nothing in the transaction broadcasts or starts work, so a rolled-back resolution shows nothing.
 """
@@ -31,7 +32,7 @@ from typing import Callable, cast
 from django.db import transaction
 from django.utils import timezone
 
-from chat import agent, deadlines, publishing, rendering, services
+from chat import agent, background, deadlines, publishing, rendering, services
 from chat.batching import Batcher
 from chat.models import Message
 from project.db import database_sync_to_async
@@ -203,9 +204,10 @@ async def _after_commit(resolved: _Resolved) -> questions.Resolution:
 
 async def _after_commit_all(outcomes: list[_Resolved | Exception]) -> list[questions.Resolution | Exception]:
     """Every tab is shown its receipt first; then the next questions' timers are armed and, for
-    the resolvers that completed a group, the next turns start. So a burst's receipts do not wait
-    behind the turns that the same burst starts. The timer and the turn follow a committed
-    resolution even when its receipt could not be sent (that error is its caller's outcome)."""
+    the resolvers that completed a group, the next turns start once the answers still coming in
+    are shown too. So a burst's receipts do not wait behind the turns that the same burst starts.
+    The timer and the turn follow a committed resolution even when its receipt could not be sent
+    (that error is its caller's outcome)."""
     resolved = [o for o in outcomes if isinstance(o, _Resolved)]
     unsent: dict[int, Exception] = {}
     for r in resolved:
@@ -222,9 +224,24 @@ async def _after_commit_all(outcomes: list[_Resolved | Exception]) -> list[quest
         question_metrics.observe(resolution.changed)
         if resolution.next_question is not None and resolution.next_question.deadline is not None:
             deadlines.schedule(resolution.next_question.pk, resolution.next_question.deadline)
-        if resolution.completed_group:
-            agent.start_turn(resolution.group.conversation_id)
+    due = [r.resolution.group.conversation_id for r in resolved if r.resolution.completed_group]
+    if due:
+        background.spawn(_start_turns_after_receipts(due))
     return [o if isinstance(o, Exception) else unsent.get(id(o), o.resolution) for o in outcomes]
+
+
+# How long turns that answers started wait for the answers still coming in to be shown.
+TURNS_WAIT_FOR_RECEIPTS_SECONDS = 2.0
+
+
+async def _start_turns_after_receipts(conversation_ids: list[uuid.UUID]) -> None:
+    """The next turns, once every answer received so far is resolved and its receipt sent (at
+    most TURNS_WAIT_FOR_RECEIPTS_SECONDS later): in a burst, the turns the first answers start
+    would otherwise take the process's time from resolving the rest, and a person who just
+    answered waits for that receipt. One answer alone starts its turn at once."""
+    await _answers.settled(timeout=TURNS_WAIT_FOR_RECEIPTS_SECONDS)
+    for conversation_id in conversation_ids:
+        agent.start_turn(conversation_id)
 
 
 # A burst's answers share hops of up to this many (one transaction each); see chat.batching.

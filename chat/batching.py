@@ -12,6 +12,7 @@ a caller that goes away (a closed socket) cannot cancel the effects of what was 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
@@ -44,6 +45,8 @@ class Batcher(Generic[T, R]):
             queue = self._queues[loop] = _Queue()
         future = loop.create_future()
         queue.waiting.append((item, future))
+        queue.in_flight += 1
+        queue.settled.clear()
         if not queue.running:
             queue.running = True
             background.spawn(self._run(queue))
@@ -58,25 +61,43 @@ class Batcher(Generic[T, R]):
                 except Exception as exc:
                     results = [exc] * len(batch)
                 # The next hop starts now; this batch's effects run beside it.
-                background.spawn(self._deliver(batch, results))
+                background.spawn(self._deliver(queue, batch, results))
         finally:
             queue.running = False
 
-    async def _deliver(self, batch: list[tuple[Any, asyncio.Future]], results: list[R | Exception]) -> None:
+    async def settled(self, *, timeout: float) -> None:
+        """Returns once everything submitted so far on this loop has been handled and finished —
+        and whatever was submitted meanwhile too — or after `timeout` seconds."""
+        queue = self._queues.get(asyncio.get_running_loop())
+        if queue is None or queue.in_flight == 0:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await queue.settled.wait()
+
+    async def _deliver(self, queue: _Queue, batch: list[tuple[Any, asyncio.Future]], results: list[R | Exception]) -> None:
         try:
-            outcomes = await self._finish(results)
-        except Exception as exc:
-            outcomes = [exc] * len(batch)
-        for (_, future), outcome in zip(batch, outcomes, strict=True):
-            if future.done():  # its caller went away; what `finish` did for it still happened
-                continue
-            if isinstance(outcome, Exception):
-                future.set_exception(outcome)
-            else:
-                future.set_result(outcome)
+            try:
+                outcomes = await self._finish(results)
+            except Exception as exc:
+                outcomes = [exc] * len(batch)
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                if future.done():  # its caller went away; what `finish` did for it still happened
+                    continue
+                if isinstance(outcome, Exception):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+        finally:
+            queue.in_flight -= len(batch)
+            if queue.in_flight == 0:
+                queue.settled.set()
 
 
 class _Queue:
     def __init__(self) -> None:
         self.waiting: list[tuple[Any, asyncio.Future]] = []
         self.running = False
+        # Submitted and not yet finished (waiting, in a hop, or being finished).
+        self.in_flight = 0
+        self.settled = asyncio.Event()
