@@ -85,8 +85,10 @@ async def pause(request: HttpRequest, user, question: PendingQuestion) -> HttpRe
 @require_POST
 @card_errors
 async def resume(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
+    """The card as it now is: a page that resumes on load may not have its socket yet, and
+    would miss the broadcast of the running clock."""
     await answering.resume(user=user, question_id=question.pk)
-    return HttpResponse(status=204)
+    return await _card_response(question.group_id)
 
 
 # The browser's countdown reaches zero, flashes the default for 500 ms, then asks for expiry; a

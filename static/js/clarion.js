@@ -287,27 +287,31 @@
       var id = el.dataset.question;
       var known = clocks.get(id);
       if (known && known.el === el) return;
-      clocks.set(id, {
+      var clock = {
         el: el,
         remaining: parseFloat(el.dataset.remaining),
         total: Math.max(parseFloat(el.dataset.total) || 1, 0.001),
         paused: el.dataset.paused === "1" || pausedByMe.has(id),
         startedAt: performance.now(),
         fired: known ? known.fired : false,
-      });
+      };
+      clocks.set(id, clock);
+      draw(clock); // a card swapped in shows its own time from its first paint, not a full bar
     });
     clocks.forEach(function (clock, id) { if (!document.body.contains(clock.el)) clocks.delete(id); });
   }
 
   // A pause belongs to the typing that caused it. A page that opens on a paused card with nothing
-  // typed (a reload mid-pause) lets the clock run again rather than leave it frozen.
+  // typed (a reload mid-pause) lets the clock run again rather than leave it frozen. The card
+  // comes back in the response: this page's socket may not be open yet to receive it.
   function resumeStalePauses() {
     var input = composer();
     if (input && input.value.trim() !== "") return;
     document.querySelectorAll('.question-pending[data-paused="1"]').forEach(function (el) {
       var custom = el.querySelector(".custom-answer input");
       if (pausedByMe.has(el.dataset.question) || (custom && custom.value.trim() !== "")) return;
-      htmx.ajax("POST", el.dataset.resumeUrl, { source: el, swap: "none" });
+      var group = el.closest(".question-card");
+      htmx.ajax("POST", el.dataset.resumeUrl, { source: el, target: "#" + group.id, swap: "outerHTML" });
     });
   }
 
@@ -317,24 +321,26 @@
   }
 
   function tick() {
-    clocks.forEach(function (clock) {
-      var remaining = left(clock);
-      var bar = clock.el.querySelector(".countdown-bar");
-      if (bar) bar.style.width = (100 * remaining / clock.total).toFixed(2) + "%";
-      var readout = clock.el.querySelector(".countdown-time");
-      var text = clockText(remaining);
-      if (readout && readout.textContent !== text) readout.textContent = text;
-      clock.el.classList.toggle("countdown-low", remaining < Math.min(5, clock.total / 3));
-      // The default flashes through the last 500 ms, so the flash ends as the server's deadline
-      // arrives: its own timer resolves the question right then and would cut a later flash short.
-      var top = clock.el.querySelector(".option.is-default");
-      if (top) top.classList.toggle("flash", !clock.paused && remaining <= FLASH_MS / 1000);
-      if (!clock.paused && remaining <= 0 && !clock.fired) {
-        clock.fired = true;
-        expire(clock);
-      }
-    });
+    clocks.forEach(draw);
     requestAnimationFrame(tick);
+  }
+
+  function draw(clock) {
+    var remaining = left(clock);
+    var bar = clock.el.querySelector(".countdown-bar");
+    if (bar) bar.style.width = (100 * remaining / clock.total).toFixed(2) + "%";
+    var readout = clock.el.querySelector(".countdown-time");
+    var text = clockText(remaining);
+    if (readout && readout.textContent !== text) readout.textContent = text;
+    clock.el.classList.toggle("countdown-low", remaining < Math.min(5, clock.total / 3));
+    // The default flashes through the last 500 ms, so the flash ends as the server's deadline
+    // arrives: its own timer resolves the question right then and would cut a later flash short.
+    var top = clock.el.querySelector(".option.is-default");
+    if (top) top.classList.toggle("flash", !clock.paused && remaining <= FLASH_MS / 1000);
+    if (!clock.paused && remaining <= 0 && !clock.fired) {
+      clock.fired = true;
+      expire(clock);
+    }
   }
 
   function clockText(seconds) {

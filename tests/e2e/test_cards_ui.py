@@ -19,6 +19,7 @@ from tests.e2e.conftest import log_in, wait_for_socket
 from tests.e2e.test_questions_ui import (  # noqa: F401 (fixtures)
     PASSWORD,
     ask_user,
+    bar_width,
     chat_requests,
     guessing_model_server,
     model_server,
@@ -254,6 +255,9 @@ def test_a_reload_with_an_empty_composer_resumes_a_paused_countdown(model_server
     row = PendingQuestion.objects.get(conversation__owner__username="resumer")
     assert row.paused_at is not None
 
+    # The reloaded page's socket reaches nothing (as if it opened after the broadcast of the
+    # running clock): the card must come back from the resume request itself.
+    page.route_web_socket(re.compile(r"/ws/conversations/"), lambda ws: None)
     page.reload()  # within the 5 s idle window: the tab that paused it is gone
     wait_for_socket(page)
     expect(page.locator("#composer-input")).to_have_value("")
@@ -261,7 +265,7 @@ def test_a_reload_with_an_empty_composer_resumes_a_paused_countdown(model_server
     expect(pending_card(page).locator(".countdown-label")).not_to_have_text("Paused while you type")
     row.refresh_from_db()
     assert row.paused_at is None and row.deadline is not None
-    before = pending_card(page).locator(".countdown-bar").evaluate("el => parseFloat(el.style.width)")
+    before = bar_width(page)
     page.wait_for_function("w => parseFloat(document.querySelector('.countdown-bar').style.width) < w - 0.5", arg=before, timeout=10_000)
 
 
@@ -356,3 +360,31 @@ def test_a_single_change_is_singular_and_applies_from_the_keyboard(live_url, bro
     expect(confirm.locator(".question-receipt.answered")).to_have_text(re.compile(r"Applied — 1 change confirmed"))
     expect(page.locator(".message-assistant .markdown").last).to_contain_text("Done", timeout=15_000)
     assert Task.objects.filter(owner=user).count() == 0
+
+
+def test_on_a_phone_a_confirmation_after_tool_activity_fits_and_its_apply_option_reads(live_url, browser):
+    context = browser.new_context(viewport=PHONE)
+    context.set_default_timeout(15_000)
+    try:
+        user = get_user_model().objects.create_user(username="confirmphone", password=PASSWORD)
+        seed_demo_workspace(user=user)
+        page = context.new_page()
+        log_in(page, live_url, user.username, PASSWORD)
+        page.goto(f"{live_url}/chat/{Conversation.objects.create(owner=user, title='New conversation').pk}/")
+        wait_for_socket(page)
+        send(page, "what is in progress?")  # a reply with its tool activity (a long call line)
+        expect(page.locator(".tool-activity").first).to_be_visible()
+        send(page, "delete all my completed tasks")
+        expect(page.locator(".question-confirm .option.apply .label")).to_have_text("Apply")
+        page.reload()  # the thread as the page renders it
+        wait_for_socket(page)
+        apply = page.locator(".question-confirm .option.apply")
+        expect(apply.locator(".label")).to_have_text("Apply")
+
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # no sideways scrolling
+        label, background = apply.evaluate(
+            "el => [getComputedStyle(el.querySelector('.label')).color, getComputedStyle(el).backgroundColor]"
+        )
+        assert label != background, (label, background)
+    finally:
+        context.close()

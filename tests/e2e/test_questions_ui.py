@@ -96,7 +96,9 @@ def pending_card(page):
 
 
 def bar_width(page) -> float:
-    return page.locator(".countdown-bar").evaluate("el => parseFloat(el.style.width)")
+    """The countdown bar's width in percent, once the page's clock has drawn it."""
+    drawn = "() => { const w = parseFloat(document.querySelector('.countdown-bar')?.style.width); return isNaN(w) ? null : [w]; }"
+    return page.wait_for_function(drawn).json_value()[0]
 
 
 @pytest.fixture

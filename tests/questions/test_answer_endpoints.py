@@ -179,3 +179,14 @@ def test_every_change_to_a_group_raises_the_revision_its_card_carries(alice):
     services.skip_group(user=alice, group_id=group.pk)
     assert revision() == 5
     assert 'data-revision="5"' in rendering.question_group(QuestionGroup.objects.get(pk=group.pk), oob=True)
+
+
+async def test_resume_returns_the_card_with_its_clock_running(async_client, alice, question):
+    """A page that resumes a stale pause on load swaps this in: its socket may not be open yet."""
+    await async_client.aforce_login(alice)
+    assert (await async_client.post(url(question, "pause"))).status_code == 204
+    assert (await fresh(question)).paused_at is not None
+    response = await async_client.post(url(question, "resume"))
+    html = response.content.decode()
+    assert response.status_code == 200 and f'id="question-{question.pk}"' in html and 'data-paused="0"' in html
+    assert (await fresh(question)).paused_at is None
