@@ -143,6 +143,9 @@ async def conversation_turn_lock(
     lock.after_release = await _release(pool, conn, key, then=after_release)
 
 
+LOCK = "SELECT pg_try_advisory_lock(%s)"
+
+
 async def _try_lock(
     pool: AsyncConnectionPool, key: int, reads: Sequence[Statement]
 ) -> tuple[psycopg.AsyncConnection | None, list[list[tuple]] | None]:
@@ -158,25 +161,18 @@ async def _try_lock(
     except psycopg.OperationalError:
         await pool.putconn(conn)  # a broken connection is closed, not pooled again
         raise
-    except psycopg.Error as exc:
+    except BaseException as exc:
         await conn.close()  # may hold the lock: closing the session releases it
         await pool.putconn(conn)
-        if not reads:
+        if not (reads and isinstance(exc, psycopg.Error)):
             raise
         log.warning("the statements read with the turn lock failed: %r", exc)
         conn, _ = await _try_lock(pool, key, ())
         return conn, None
-    except BaseException:
-        await conn.close()
-        await pool.putconn(conn)
-        raise
     if locked:
         return conn, rows
     await pool.putconn(conn)
     return None, None
-
-
-LOCK = "SELECT pg_try_advisory_lock(%s)"
 
 
 async def _release(pool: AsyncConnectionPool, conn: psycopg.AsyncConnection, key: int, *, then: Statement | None = None) -> tuple | None:
