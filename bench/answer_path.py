@@ -24,7 +24,7 @@ answers/s (open loop; topped up after each paced step, so each starts with --pen
 then all --pending answer at once (the large burst). Server CPU is the server processes' CPU time
 over the step; memory is read once the --pending questions are pending.
 
-    .venv/bin/pip install -q -c requirements.lock -c requirements-bench.lock -e '.[test,bench]'
+    .venv/bin/pip install -q --require-hashes --no-deps -r requirements-bench.lock   # after the README's test install
     .venv/bin/python bench/answer_path.py          # 3 rounds: burst of 100; 500 pending: 100 at 10/s, 100 at 50/s, burst of 500
     .venv/bin/python bench/answer_path.py --quick  # smoke run: 1 round, burst of 10, 30 pending, 10 paced answers
 
