@@ -246,9 +246,15 @@ async def _start_turns_after_receipts(conversation_ids: list[uuid.UUID]) -> None
 
 # A burst's answers share hops of up to this many (one transaction each); see chat.batching.
 ANSWERS_PER_HOP = 100
+# A queue of waiting answers goes in halves down to this many per hop: of a burst of a hundred,
+# the first fifty see their receipts after half the work rather than all of it.
+ANSWERS_LEAST_PER_HOP = 25
 
 _answers: Batcher[questions.AnswerRequest, _Resolved] = Batcher(
-    lambda requests: database_sync_to_async(_resolve_answers)(requests), _after_commit_all, limit=ANSWERS_PER_HOP
+    lambda requests: database_sync_to_async(_resolve_answers)(requests),
+    _after_commit_all,
+    limit=ANSWERS_PER_HOP,
+    least=ANSWERS_LEAST_PER_HOP,
 )
 
 

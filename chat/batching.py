@@ -34,8 +34,10 @@ class Batcher(Generic[T, R]):
         finish: Callable[[list[R | Exception]], Awaitable[list[Any]]],
         *,
         limit: int,
+        least: int | None = None,
     ):
         self._hop, self._finish, self._limit = hop, finish, limit
+        self._least = limit if least is None else least
         self._queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Queue] = weakref.WeakKeyDictionary()
 
     async def submit(self, item: T) -> Any:
@@ -55,7 +57,8 @@ class Batcher(Generic[T, R]):
     async def _run(self, queue: _Queue) -> None:
         try:
             while queue.waiting:
-                batch, queue.waiting = queue.waiting[: self._limit], queue.waiting[self._limit :]
+                size = self.hop_size(len(queue.waiting))
+                batch, queue.waiting = queue.waiting[:size], queue.waiting[size:]
                 try:
                     results = await self._hop([item for item, _ in batch])
                 except Exception as exc:
@@ -64,6 +67,12 @@ class Batcher(Generic[T, R]):
                 background.spawn(self._deliver(queue, batch, results))
         finally:
             queue.running = False
+
+    def hop_size(self, waiting: int) -> int:
+        """How many of `waiting` requests the next hop takes: half of them, between `least` and
+        `limit`. Splitting a modest queue in two lets the first half's callers have their results
+        after half the work, for one more hop; a long queue still goes `limit` at a time."""
+        return min(waiting, self._limit, max(self._least, -(-waiting // 2)))
 
     async def settled(self, *, timeout: float) -> None:
         """Returns once everything submitted so far on this loop has been handled and finished —

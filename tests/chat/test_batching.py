@@ -44,3 +44,34 @@ async def test_settled_gives_up_after_its_timeout():
     assert finished == [] and not submitted.done()
     release.set()
     assert await submitted == 1
+
+
+def test_a_modest_queue_goes_in_halves_and_a_long_one_limit_at_a_time():
+    async def unused(items):  # pragma: no cover - never called
+        return items
+
+    batcher: Batcher[int, int] = Batcher(unused, unused, limit=100, least=25)
+    assert [batcher.hop_size(n) for n in (1, 24, 25, 49, 50, 99, 199, 200, 499)] == [1, 24, 25, 25, 25, 50, 100, 100, 100]
+    only_limit: Batcher[int, int] = Batcher(unused, unused, limit=2)
+    assert [only_limit.hop_size(n) for n in (1, 2, 5)] == [1, 2, 2]
+
+
+async def test_a_burst_goes_in_hops_that_halve_the_queue():
+    release, sizes = asyncio.Event(), []
+
+    async def hop(items: list[int]) -> list[int | Exception]:
+        sizes.append(len(items))
+        await release.wait()
+        return list(items)
+
+    async def finish(results: list[int | Exception]) -> list[int | Exception]:
+        return results
+
+    batcher: Batcher[int, int] = Batcher(hop, finish, limit=100, least=25)
+    first = asyncio.create_task(batcher.submit(0))
+    await asyncio.sleep(0)
+    assert sizes == [1]  # a request alone goes at once
+    rest = [asyncio.create_task(batcher.submit(i)) for i in range(1, 100)]
+    release.set()
+    assert await asyncio.gather(first, *rest) == list(range(100))
+    assert sizes == [1, 50, 25, 24]
