@@ -27,7 +27,12 @@ class Conversation(models.Model):
     @property
     def group_name(self) -> str:
         """The channel-layer group every open tab of this conversation listens on."""
-        return f"conversation-{self.pk.hex}"
+        return group_name_of(self.pk)
+
+
+def group_name_of(conversation_id: uuid.UUID) -> str:
+    """`Conversation.group_name` from the id alone (no instance to build on the hot path)."""
+    return f"conversation-{conversation_id.hex}"
 
 
 # Tools whose call is shown as a question card rather than as a "looked up" line.

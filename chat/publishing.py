@@ -11,13 +11,13 @@ import uuid
 from channels.layers import get_channel_layer
 
 from chat import rendering
-from chat.models import Conversation
+from chat.models import group_name_of
 from project.db import database_sync_to_async
 from questions import selectors as question_selectors
 
 
 def group_name(conversation_id: uuid.UUID) -> str:
-    return Conversation(pk=conversation_id).group_name
+    return group_name_of(conversation_id)
 
 
 async def send(group: str, html: str) -> None:
