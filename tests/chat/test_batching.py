@@ -69,9 +69,15 @@ async def test_a_burst_goes_in_hops_that_halve_the_queue():
 
     batcher: Batcher[int, int] = Batcher(hop, finish, limit=100, least=25)
     first = asyncio.create_task(batcher.submit(0))
-    await asyncio.sleep(0)
-    assert sizes == [1]  # a request alone goes at once
-    rest = [asyncio.create_task(batcher.submit(i)) for i in range(1, 100)]
-    release.set()
+    try:
+        await asyncio.wait_for(_until(lambda: sizes == [1]), timeout=5)  # a request alone goes at once
+        rest = [asyncio.create_task(batcher.submit(i)) for i in range(1, 100)]
+    finally:
+        release.set()
     assert await asyncio.gather(first, *rest) == list(range(100))
     assert sizes == [1, 50, 25, 24]
+
+
+async def _until(condition) -> None:
+    while not condition():
+        await asyncio.sleep(0)
