@@ -37,7 +37,7 @@ from django.conf import settings
 
 from chat import background, deadlines, publishing, rendering, selectors, services, stopping, tools
 from chat.locks import TurnLock, conversation_turn_lock
-from chat.models import Message
+from chat.models import Message, group_name_of
 from chat.selectors import TurnContext, as_chat_message
 from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
 from llm.logs import begin_turn
@@ -91,7 +91,7 @@ async def _fail_without_turn(conversation_id: uuid.UUID, text: str) -> None:
     except Exception:
         log.exception("could not record the failed turn for %s", conversation_id)
         return
-    await publishing.send(publishing.group_name(conversation_id), html)
+    await publishing.send(group_name_of(conversation_id), html)
 
 
 def _record_unanswered(conversation_id: uuid.UUID, text: str) -> str:

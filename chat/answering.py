@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from chat import agent, background, deadlines, publishing, rendering, services
 from chat.batching import Batcher
-from chat.models import Message
+from chat.models import Message, group_name_of
 from project.db import database_sync_to_async
 from project.errors import Rejected
 from questions import metrics as question_metrics
@@ -168,7 +168,7 @@ def _resolve(resolve: Callable[[], list[questions.Resolution | questions.Questio
         if not isinstance(o, questions.Resolution)
         else _Resolved(
             resolution=o,
-            group_name=publishing.group_name(o.group.conversation_id),
+            group_name=group_name_of(o.group.conversation_id),
             derived=derived.get(o.group.pk) if o.completed_group else None,
         )
         for o in outcomes

@@ -16,10 +16,6 @@ from project.db import database_sync_to_async
 from questions import selectors as question_selectors
 
 
-def group_name(conversation_id: uuid.UUID) -> str:
-    return group_name_of(conversation_id)
-
-
 async def send(group: str, html: str) -> None:
     if html:
         await get_channel_layer().group_send(group, {"type": "broadcast.html", "html": html})
@@ -28,7 +24,7 @@ async def send(group: str, html: str) -> None:
 def render_group(group_id: uuid.UUID) -> tuple[str, str]:
     """(card html, channel group) of a question group, as every tab should now show it."""
     group = question_selectors.group_by_id(group_id=group_id)
-    return rendering.question_group(group), group_name(group.conversation_id)
+    return rendering.question_group(group), group_name_of(group.conversation_id)
 
 
 async def publish_group(group_id: uuid.UUID) -> None:
