@@ -1,4 +1,4 @@
-"""The agent loop (DESIGN §3): one turn = up to N LLM calls, tools in between, every step a row.
+"""The agent loop: one turn = up to N LLM calls, tools in between, every step a row.
 
 A turn is started by whichever worker received the message; a Postgres advisory lock keeps it to
 one turn per conversation across workers. Tokens go to the conversation's channel-layer group,
@@ -6,9 +6,8 @@ so every open tab sees them. A failure ends the turn with a visible, retryable e
 
 The shape of a turn, in the order it runs:
 
-1. Everything the turn reads is loaded once, frozen (`selectors.turn_context_from_rows`): read
-   with the check that a turn is due, on the turn lock's connection, in the round trip that
-   takes the lock (no thread hop).
+1. Everything the turn reads is loaded once, frozen (`selectors.turn_context`), in one thread
+   hop after the turn lock is taken, with the check that a turn is due.
 2. The typing indicator goes out at once — before anything that may wait on a model.
 3. `_clarify` and `_ModelLoop` start together. Clarification decides whether a fresh, ambiguous
    request becomes a card (the turn then ends and the model call is dropped unseen); meanwhile
@@ -33,18 +32,16 @@ import uuid
 from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 import psycopg
+from channels.db import database_sync_to_async
 from django.conf import settings
 
 from chat import background, deadlines, publishing, rendering, selectors, services, stopping, tools
-from chat.locks import TurnLock, conversation_turn_lock
+from chat.locks import conversation_turn_lock
 from chat.models import Message, group_name_of
 from chat.selectors import TurnContext, as_chat_message
 from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
 from llm.logs import begin_turn
 from llm.metrics import LLM_CALL_SECONDS
-from project import rawsql
-from project.db import database_sync_to_async
-from project.rawsql import Statement
 from questions import clarification, detector, guesser
 from questions import selectors as question_selectors
 from questions import services as questions
@@ -100,49 +97,36 @@ def _record_unanswered(conversation_id: uuid.UUID, text: str) -> str:
 
 
 async def _run_pending_turns(conversation_id: uuid.UUID, client: LLMClient | None) -> None:
-    reads = _turn_reads(conversation_id)
     for _ in range(MAX_TURNS_IN_A_ROW):
-        async with conversation_turn_lock(
-            conversation_id, reads=reads, after_release=services.needs_reply_statement(conversation_id)
-        ) as lock:
-            if not lock.acquired:
+        async with conversation_turn_lock(conversation_id) as acquired:
+            if not acquired:
                 return  # the worker holding the lock checks for new messages once it lets go
             try:
-                # Read in the round trip that took the lock; in a thread hop if that failed.
-                rows = lock.rows if lock.rows is not None else await database_sync_to_async(rawsql.fetch_each)(reads)
-                ctx = _next_turn(rows)
+                ctx = await database_sync_to_async(_next_turn)(conversation_id)
             except Exception:  # even a turn that cannot load ends visibly
                 log.exception("turn could not load", extra={"conversation": str(conversation_id)})
                 await _fail_without_turn(conversation_id, INTERNAL_ERROR)
                 ctx = None
             if ctx is not None:
-                await run_turn(ctx, client=client, lock=lock)
+                await run_turn(ctx, client=client)
         # One turn per hold of the lock. A message sent meanwhile found the lock taken and left
-        # its reply to this check, made once the lock is free again: one statement per turn, on
-        # the lock's own connection (a thread hop only if that statement failed).
-        if lock.after_release is not None:
-            due = services.reply_due(lock.after_release)
-        else:
-            due = await database_sync_to_async(services.needs_reply)(conversation_id=conversation_id)
-        if not due:
+        # its reply to this check, made once the lock is free again.
+        if not await database_sync_to_async(services.needs_reply)(conversation_id=conversation_id):
             return
 
 
-def _turn_reads(conversation_id: uuid.UUID) -> list[Statement]:
-    """Whether a turn is due, and everything it reads."""
-    return [services.needs_reply_statement(conversation_id), *selectors.turn_reads(conversation_id, settings.AGENT_HISTORY_MESSAGES)]
+def _next_turn(conversation_id: uuid.UUID) -> TurnContext | None:
+    """The turn's context, read after the lock was taken (so it sees everything its last holder
+    wrote); None when no turn is due."""
+    if not services.needs_reply(conversation_id=conversation_id):
+        return None
+    return selectors.turn_context(conversation_id=conversation_id, history_limit=settings.AGENT_HISTORY_MESSAGES)
 
 
-def _next_turn(rows: list[list[tuple]]) -> TurnContext | None:
-    """The turn's context from the rows of `_turn_reads`; None when no turn is due."""
-    (due,) = rows[0]
-    return selectors.turn_context_from_rows(rows[1:]) if services.reply_due(due) else None
-
-
-async def run_turn(ctx: TurnContext, *, lock: TurnLock, client: LLMClient | None = None) -> None:
-    """One turn for the conversation's newest unanswered request, under the conversation's `lock`
-    (the model's replies are saved on its connection: no thread hop). Never raises: any failure
-    ends the turn with a visible, retryable error."""
+async def run_turn(ctx: TurnContext, *, client: LLMClient | None = None) -> None:
+    """One turn for the conversation's newest unanswered request, run while holding the
+    conversation's turn lock. Never raises: any failure ends the turn with a visible, retryable
+    error."""
     begin_turn(conversation_id=ctx.conversation_id)  # every log line of this turn carries its turn_id
     client = client or client_from_settings()
     out = _TurnOutput(ctx)
@@ -152,7 +136,7 @@ async def run_turn(ctx: TurnContext, *, lock: TurnLock, client: LLMClient | None
         await out.start_stream()  # at once: whatever waits on a model from here on, the person sees it working
         if _may_clarify(ctx):
             clarifying = asyncio.create_task(_clarify(ctx, client=client, out=out))
-        answering = asyncio.create_task(_ModelLoop(ctx, client=client, out=out, hold=clarifying, lock=lock).run())
+        answering = asyncio.create_task(_ModelLoop(ctx, client=client, out=out, hold=clarifying).run())
         if clarifying is not None and await clarifying:
             answering.cancel()  # the card ends the turn; the model call has shown and saved nothing
             await asyncio.gather(answering, return_exceptions=True)
@@ -339,8 +323,8 @@ async def guess_in_background(group_id: uuid.UUID, *, client: LLMClient, context
 class _ModelLoop:
     """Call the model, stream, run tools, repeat — at most AGENT_MAX_LLM_CALLS calls."""
 
-    def __init__(self, ctx: TurnContext, *, client: LLMClient, out: _TurnOutput, lock: TurnLock, hold: asyncio.Task[bool] | None = None):
-        self.ctx, self.client, self.out, self.lock = ctx, client, out, lock
+    def __init__(self, ctx: TurnContext, *, client: LLMClient, out: _TurnOutput, hold: asyncio.Task[bool] | None = None):
+        self.ctx, self.client, self.out = ctx, client, out
         # Clarification still deciding: nothing is shown or saved until it says "go on" (False).
         self.hold = hold
         self.messages: list[ChatMessage] = list(ctx.messages)
@@ -385,13 +369,10 @@ class _ModelLoop:
         )
 
     async def _save_reply(self, *, content: str, tool_calls: list[dict], metadata: dict) -> Message:
-        """The model's reply as a row, saved on the turn lock's connection."""
-        statement = services.assistant_message(
+        return await database_sync_to_async(services.save_assistant_message)(
             conversation_id=self.ctx.conversation_id, in_reply_to_id=self.ctx.request_id, content=content, tool_calls=tool_calls,
             metadata=metadata,
         )  # fmt: skip
-        (row,) = await self.lock.fetch(statement)
-        return rawsql.load(Message, row)
 
     async def _go_on(self) -> None:
         """Wait, once, for clarification to decide; a card it showed ends this loop unseen."""

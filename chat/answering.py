@@ -29,13 +29,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, cast
 
+from channels.db import database_sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
 from chat import agent, background, deadlines, publishing, rendering, services
 from chat.batching import Batcher
 from chat.models import Message, group_name_of
-from project.db import database_sync_to_async
 from project.errors import Rejected
 from questions import metrics as question_metrics
 from questions import selectors as question_selectors

@@ -1,22 +1,24 @@
 from __future__ import annotations
 
 from channels.consumer import get_handler_name
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from django.db import DatabaseError
 from django.template.loader import render_to_string
 from pydantic import ValidationError
 
 from chat import agent, answering, deadlines, rendering, selectors, services
 from chat.frames import AnswerQuestion, QuestionClock, Regenerate, Retry, SendMessage, SkipQuestions, Stop, parse_frame
 from chat.models import Conversation
-from project.db import database_sync_to_async
-from project.errors import ClarionError
+from project.errors import ClarionError, unavailable_error
 from questions import services as questions
 from questions.models import PendingQuestion
 from questions.schemas import AnswerInput
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
+CLOSE_TRY_AGAIN_LATER = 1013
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -43,15 +45,18 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         conversation_id = self.scope["url_route"]["kwargs"]["conversation_id"]
         try:
             self.conversation = await database_sync_to_async(selectors.conversation_for_user)(user=user, conversation_id=conversation_id)
+            await self.channel_layer.group_add(self.conversation.group_name, self.channel_name)
+            deadlines.ensure_sweeper()
+            # A turn whose worker died left its message unanswered; the turn lock makes this a
+            # no-op while a live turn is still running.
+            if await database_sync_to_async(services.needs_reply)(conversation_id=self.conversation.pk):
+                agent.start_turn(self.conversation.pk)
         except Conversation.DoesNotExist:
             await self.close(code=CLOSE_NOT_FOUND)
-            return
-        await self.channel_layer.group_add(self.conversation.group_name, self.channel_name)
-        deadlines.ensure_sweeper()
-        # A turn whose worker died left its message unanswered; the turn lock makes this a no-op
-        # while a live turn is still running.
-        if await database_sync_to_async(services.needs_reply)(conversation_id=self.conversation.pk):
-            agent.start_turn(self.conversation.pk)
+        except DatabaseError as exc:
+            if unavailable_error(exc) is None:
+                raise
+            await self.close(code=CLOSE_TRY_AGAIN_LATER)  # the page reconnects, backing off
 
     async def disconnect(self, code: int) -> None:
         if self.conversation is not None:
@@ -87,6 +92,10 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=rendering.composer_error(exc.message))
         except ValidationError as exc:  # an answer that fails its schema at the edge
             await self.send(text_data=rendering.composer_error(exc.errors()[0]["msg"].removeprefix("Value error, ")))
+        except DatabaseError as exc:  # no connection in time (a burst, Postgres restarting)
+            if (error := unavailable_error(exc)) is None:
+                raise
+            await self.send(text_data=rendering.composer_error(error.message))
 
     async def _answer(self, frame: AnswerQuestion) -> None:
         if frame.custom is not None:

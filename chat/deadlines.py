@@ -19,11 +19,11 @@ import datetime as dt
 import logging
 from typing import Awaitable, Callable
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
 from chat import background
-from project.db import database_sync_to_async
 from questions import selectors as question_selectors
 from questions import services as questions
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import uuid
 
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from chat import rendering
 from chat.models import group_name_of
-from project.db import database_sync_to_async
 from questions import selectors as question_selectors
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Awaitable, Callable
 
+from channels.db import database_sync_to_async
 from django.http import Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_POST
 from pydantic import ValidationError
 
 from chat import answering, rendering
-from project.db import database_sync_to_async
 from project.errors import ClarionError, Rejected
 from questions import selectors as question_selectors
 from questions import services as questions

@@ -1,25 +1,22 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import uuid
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.formats import date_format
 
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
-from knowledge.models import AIConfig
+from knowledge.selectors import get_ai_config
 from llm import ChatMessage, ToolCall
-from project import rawsql
 from questions import selectors as question_selectors
 from questions.services import QuestionTimeouts
-from workspace.selectors import Snapshot, snapshot_from_rows, snapshot_sql
+from workspace.selectors import Snapshot, snapshot_for_user
 
 SEARCH_MAX_CHARS = 200
 
@@ -69,8 +66,9 @@ def conversation_for_user(*, user, conversation_id: uuid.UUID | str) -> Conversa
     return Conversation.objects.get(owner=user, pk=conversation_id)
 
 
-def history_for_model(*, conversation: Conversation, limit: int) -> list[Message]:
-    """The newest `limit` messages the model should see, in the order a model expects.
+def _history_from(messages: Iterable[Message]) -> list[Message]:
+    """Of the newest messages (without errors or garbled tool calls), those the model should see,
+    in the order a model expects.
 
     - A turn's rows follow the user message they answer, even when the user typed again while
       the turn ran (chronologically that message sits inside the turn).
@@ -80,11 +78,6 @@ def history_for_model(*, conversation: Conversation, limit: int) -> list[Message
     - Tool calls whose arguments could not be read, and their error results, are left out: a
       retry starts from the request, not from the model's earlier garbled attempts.
     """
-    return _history_from(rawsql.fetch_models(Message, _history_sql(), {"conversation": conversation.pk, "limit": limit}))
-
-
-def _history_from(messages: Iterable[Message]) -> list[Message]:
-    """`history_for_model` from the rows of `_history_sql`."""
     recent = list(messages)
     recent.sort(key=lambda m: (m.pk, 0, m.pk) if m.role == Message.Role.USER else (m.in_reply_to_id or m.pk, 1, m.pk))
     first_user = next((i for i, m in enumerate(recent) if m.role == Message.Role.USER), len(recent))
@@ -94,15 +87,6 @@ def _history_from(messages: Iterable[Message]) -> list[Message]:
         if message.tool_calls:
             message.tool_calls = [c for c in message.tool_calls if c.get("id") in answered_calls]
     return [m for m in history if not (m.role == Message.Role.ASSISTANT and not m.tool_calls and not m.content)]
-
-
-@functools.cache
-def _history_sql() -> str:
-    return (
-        f"SELECT {rawsql.columns(Message, 'm')} FROM {Message._meta.db_table} m "
-        f"WHERE m.conversation_id = %(conversation)s AND m.role <> '{Message.Role.ERROR.value}' "
-        """AND NOT (m.metadata @> '{"malformed": true}'::jsonb) ORDER BY m.id DESC LIMIT %(limit)s"""
-    )
 
 
 def visible_messages(*, conversation: Conversation) -> list[Message]:
@@ -150,34 +134,25 @@ class TurnContext:
 
 
 def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnContext:
-    """The turn's context, read through Django's connection (one statement per read)."""
-    return turn_context_from_rows(rawsql.fetch_each(turn_reads(conversation_id, history_limit)))
-
-
-def turn_reads(conversation_id: uuid.UUID, history_limit: int) -> list[rawsql.Statement]:
-    """What a turn reads, as statements that can run on any connection — a turn runs them on
-    its lock's connection in the round trip that takes the lock (chat/locks.py):
-    the conversation with its owner and the AI configuration, the history, the owner's
-    workspace snapshot and, when clarification is on, the clarification rounds per request."""
-    params = {"conversation": conversation_id, "limit": history_limit}
-    reads = [(_conversation_and_config_sql(), params), (_history_sql(), params), (_owner_snapshot_sql(), params)]
-    if settings.CLARIFICATION_ENABLED:
-        reads.append((question_selectors.clarification_rounds_sql(), params))
-    return reads
-
-
-def turn_context_from_rows(rows: Sequence[list[tuple]]) -> TurnContext:
-    """The turn's context from the rows of `turn_reads`, in their order. No query."""
-    conversation, config = _conversation_and_config(rows[0])
-    history = _history_from(rawsql.load(Message, row) for row in rows[1])
+    """The turn's context: the conversation with its owner, the AI configuration, the history,
+    the owner's workspace snapshot and, when clarification is on, the clarification rounds per
+    request. Raises Conversation.DoesNotExist."""
+    conversation = Conversation.objects.select_related("owner").get(pk=conversation_id)
+    config = get_ai_config()
+    history = _history_from(
+        Message.objects.filter(conversation_id=conversation_id)
+        .exclude(role=Message.Role.ERROR)
+        .exclude(metadata__contains={"malformed": True})
+        .order_by("-id")[:history_limit]
+    )
     request = max((m for m in history if m.role == Message.Role.USER), key=lambda m: m.pk)
-    snapshot = snapshot_from_rows(rows[2])
+    snapshot = snapshot_for_user(user=conversation.owner)
     meta = dict(request.metadata or {})
     continuing = any(m.in_reply_to_id == request.pk for m in history)
     root_id = meta.get("clarification_of") or request.pk
     rounds = None
-    if len(rows) > 3 and not (continuing or meta.get("answer_to") or meta.get("skipped")):
-        rounds = dict(rows[3]).get(root_id, 0)
+    if settings.CLARIFICATION_ENABLED and not (continuing or meta.get("answer_to") or meta.get("skipped")):
+        rounds = question_selectors.clarification_rounds(conversation_id=conversation_id).get(root_id, 0)
     messages = (
         ChatMessage(role="system", content=system_prompt(snapshot, template=config.chat_system_prompt)),
         *(as_chat_message(m) for m in history),
@@ -204,35 +179,6 @@ def turn_context_from_rows(rows: Sequence[list[tuple]]) -> TurnContext:
         context_text=_context_text(messages, snapshot),
         projects=tuple(p.name for p in snapshot.projects if not p.archived),
     )
-
-
-def _conversation_and_config(rows: list[tuple]) -> tuple[Conversation, AIConfig]:
-    """The conversation with its owner, and the AI configuration, from one row."""
-    if not rows:
-        raise Conversation.DoesNotExist("no such conversation")
-    (row,) = rows
-    conversation = rawsql.load(Conversation, row)
-    user_model = get_user_model()
-    conversation.owner = rawsql.load(user_model, row, rawsql.width(Conversation))
-    config_at = rawsql.width(Conversation) + rawsql.width(user_model)
-    # The configuration row is made on first use (get_ai_config); until then, its defaults.
-    config = rawsql.load(AIConfig, row, config_at) if row[config_at] is not None else AIConfig(singleton=True)
-    return conversation, config
-
-
-@functools.cache
-def _conversation_and_config_sql() -> str:
-    user_model = get_user_model()
-    return (
-        f"SELECT {rawsql.columns(Conversation, 'c')}, {rawsql.columns(user_model, 'u')}, {rawsql.columns(AIConfig, 'a')} "
-        f"FROM {Conversation._meta.db_table} c JOIN {user_model._meta.db_table} u ON u.id = c.owner_id "
-        f"LEFT JOIN {AIConfig._meta.db_table} a ON a.singleton WHERE c.id = %(conversation)s"
-    )
-
-
-@functools.cache
-def _owner_snapshot_sql() -> str:
-    return snapshot_sql(owner=f"(SELECT owner_id FROM {Conversation._meta.db_table} WHERE id = %(conversation)s)")
 
 
 def as_chat_message(message: Message) -> ChatMessage:

@@ -1,16 +1,14 @@
 from __future__ import annotations
 
-import functools
 import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, Max, OuterRef, Q
 from django.utils import timezone
 
 from chat.models import CARD_TOOLS, Conversation, Message
-from project import rawsql
 from project.errors import Conflict, Rejected
 from questions import selectors as question_selectors
 
@@ -124,57 +122,27 @@ def needs_reply(*, conversation_id) -> bool:
     the next turn picks up where that one stopped. False while questions wait for the person:
     the turn that asked them has ended, and their answers start the next one.
     """
-    # It runs before and after every turn: one statement, written in SQL because compiling the
-    # same question through the ORM cost ~14× the CPU of running it (bench/README.md §7).
-    (row,) = rawsql.fetch(*needs_reply_statement(conversation_id))
-    return reply_due(row)
-
-
-def needs_reply_statement(conversation_id) -> tuple[str, dict]:
-    """`needs_reply` as a statement to run on any connection (the turn lock's, after a turn);
-    `reply_due` reads its row."""
-    return _needs_reply_sql(), {"conversation": conversation_id}
-
-
-def reply_due(row: tuple) -> bool:
-    waiting, last_user, answered = row
-    return not waiting and last_user is not None and (answered is None or last_user > answered)
-
-
-@functools.cache
-def _needs_reply_sql() -> str:
-    """A turn is over when it wrote a final answer (an assistant message without tool calls) or
-    an error; the statement reads whether questions wait, the newest request and the newest
-    request a finished turn answered."""
-    messages = Message._meta.db_table
-    return (
-        f"SELECT {question_selectors.open_group_sql('%(conversation)s')}, "
-        f"(SELECT max(id) FROM {messages} WHERE conversation_id = %(conversation)s AND role = '{Message.Role.USER.value}'), "
-        f"(SELECT max(in_reply_to_id) FROM {messages} WHERE conversation_id = %(conversation)s "
-        f"AND (role = '{Message.Role.ERROR.value}' OR (role = '{Message.Role.ASSISTANT.value}' AND tool_calls = '[]'::jsonb)))"
+    # A turn is over when it wrote a final answer (an assistant message without tool calls) or
+    # an error: compare the newest request with the newest request a finished turn answered.
+    seen = Message.objects.filter(conversation_id=conversation_id).aggregate(
+        last_user=Max("id", filter=Q(role=Message.Role.USER)),
+        answered=Max("in_reply_to_id", filter=Q(role=Message.Role.ERROR) | Q(role=Message.Role.ASSISTANT, tool_calls=[])),
     )
+    last_user, answered = seen["last_user"], seen["answered"]
+    if last_user is None or (answered is not None and answered >= last_user):
+        return False
+    return not question_selectors.has_open_group(conversation_id=conversation_id)
 
 
 def save_assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> Message:
-    statement = assistant_message(
-        conversation_id=conversation_id, in_reply_to_id=in_reply_to_id, content=content, tool_calls=tool_calls, metadata=metadata
-    )
-    (row,) = rawsql.fetch(*statement)
-    return rawsql.load(Message, row)
-
-
-def assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> rawsql.Statement:
-    """The statement that saves a model's reply (`save_assistant_message` runs it through Django;
-    a turn, on its lock's connection), returning the row: `rawsql.load(Message, row)`."""
-    return rawsql.insert(
-        Message(
-            conversation_id=conversation_id,
-            in_reply_to_id=in_reply_to_id,
-            role=Message.Role.ASSISTANT,
-            content=content,
-            tool_calls=tool_calls,
-            metadata=metadata,
-        )
+    """A model's reply, as a row."""
+    return Message.objects.create(
+        conversation_id=conversation_id,
+        in_reply_to_id=in_reply_to_id,
+        role=Message.Role.ASSISTANT,
+        content=content,
+        tool_calls=tool_calls,
+        metadata=metadata,
     )
 
 
@@ -197,7 +165,7 @@ def save_tool_results_of_calls(calls: list[tuple[uuid.UUID, int, ToolResult]]) -
     user message its turn answers, result)]."""
     if not calls:
         return []
-    statement = rawsql.insert_many(
+    return Message.objects.bulk_create(
         [
             Message(
                 conversation_id=conversation_id,
@@ -211,7 +179,6 @@ def save_tool_results_of_calls(calls: list[tuple[uuid.UUID, int, ToolResult]]) -
             for conversation_id, in_reply_to_id, r in calls
         ]
     )
-    return [rawsql.load(Message, row) for row in rawsql.fetch(*statement)]
 
 
 def save_tool_result(*, conversation_id, in_reply_to_id: int, tool_call_id: str, tool_name: str, content: str, is_error: bool) -> Message:

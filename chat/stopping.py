@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 import uuid
 
+from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from chat.models import Conversation
-from project.db import database_sync_to_async
 
 CHECK_SECONDS = 0.25
 

@@ -13,11 +13,11 @@ import json
 from dataclasses import dataclass
 from typing import Callable, Literal
 
+from channels.db import database_sync_to_async
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from knowledge import services as knowledge
 from llm import ToolCall, ToolSpec
-from project.db import database_sync_to_async
 from questions import services as questions
 from questions.models import QuestionGroup
 from questions.schemas import AskUserArgs, OptionSpec, QuestionSpec

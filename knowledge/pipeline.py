@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Literal, TypedDict
 
+from channels.db import database_sync_to_async
 from django.conf import settings
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -38,7 +39,6 @@ from knowledge.ranking import Corpus
 from knowledge.schemas import AIResult, Citation, DraftAnswer, GateDecision, SourceSelection, VerificationDecision
 from knowledge.selectors import IndexSnapshot, LoadedSource
 from llm import ChatMessage, LLMClient, LLMError
-from project.db import database_sync_to_async
 
 log = logging.getLogger("clarion.knowledge")
 

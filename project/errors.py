@@ -2,10 +2,15 @@
 
 Services raise subclasses; each entry point turns any of them into its own shape in one place —
 a card or partial for an HTMX request, an error frame on the websocket, a JSON error for the
-API. Nothing here imports an app, so every app may raise these.
+API. Nothing here imports an app, so every app may raise these. The database being out of reach
+is not a bug but a moment: `unavailable_error` names it, and it is shown as a 503 (a frame on
+the websocket) instead of a server error.
 """
 
 from __future__ import annotations
+
+import psycopg
+from psycopg_pool import PoolTimeout
 
 
 class ClarionError(Exception):
@@ -36,3 +41,30 @@ class Conflict(ClarionError):
     """The request raced something that already happened (answered elsewhere, nothing to retry)."""
 
     status = 409
+
+
+class Unavailable(ClarionError):
+    """The database could not be had in time: every pooled connection was busy (a burst waits
+    for one only so long), or Postgres is unreachable (restarting, dropped connections). Nothing
+    was written; the same request succeeds once it is back."""
+
+    status = 503
+    retry_after_seconds = 5
+
+
+def unavailable_error(exc: BaseException) -> Unavailable | None:
+    """What to tell the person when `exc` (or what caused it) means the database could not be
+    reached in time; None for any other failure, which stays a bug to report."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, PoolTimeout):
+            return Unavailable("Clarion is busy right now. Nothing was saved — try again in a moment.")
+        # A connection that failed or was cut has no SQLSTATE, or one of class 08 (connection
+        # exception) or 57P (the server shutting down, restarting or ending the session).
+        if isinstance(seen, psycopg.OperationalError):
+            state = seen.sqlstate or ""
+            if not state or state.startswith(("08", "57P")):
+                return Unavailable("Clarion cannot reach its database right now. Nothing was saved — try again in a moment.")
+            return None
+        seen = seen.__cause__ or seen.__context__
+    return None

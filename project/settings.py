@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -61,6 +62,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "project.middleware.DatabaseUnavailableMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -97,17 +99,28 @@ if env("DATABASE_URL", default=""):
 else:
     # Describes the embedded server without starting it: the first connection starts it.
     DATABASES = {"default": embedded_database_settings(DATA_DIR, database=DATABASE_NAME or "clarion")}
-# Persistent connections: every database_sync_to_async hop would otherwise pay for a new
-# Postgres backend (~5 ms each, several per agent turn). Health checks drop dead ones.
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+# One bounded pool of connections per process — Django's own (psycopg_pool underneath) — shared by
+# requests, consumers and background work. Under ASGI every request runs its database work in a
+# thread of its own, so a connection kept per thread (CONN_MAX_AGE > 0) would stay open until the
+# garbage collector found it; pooled connections go back when each request or hop ends, and a
+# burst waits for one (at most DATABASE_POOL_TIMEOUT_SECONDS, then a clear 503) instead of
+# exhausting Postgres. The pool tests a connection before lending it (health checks), so
+# connections Postgres dropped or lost in a restart are replaced, not handed out.
+DATABASE_POOL_MAX_SIZE = env.int("DATABASE_POOL_MAX_SIZE", default=20)
+DATABASE_POOL_TIMEOUT_SECONDS = env.float("DATABASE_POOL_TIMEOUT_SECONDS", default=10.0)
+DATABASES["default"]["CONN_MAX_AGE"] = 0
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"].setdefault("OPTIONS", {})
 DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
-# The few hot statements of project/rawsql.py run as prepared statements, planned once per
-# connection (the ORM's client-side binding never prepares). Off for a connection pooler that
-# cannot keep them (PgBouncer before 1.21, or without max_prepared_statements, in transaction mode).
-if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
-    DATABASES["default"]["OPTIONS"].setdefault("prepare_threshold", 0)
+# Each process's connections carry its pid in pg_stat_activity (the turn locks' too).
+DATABASES["default"]["OPTIONS"].setdefault("application_name", f"clarion-{os.getpid()}")
+DATABASES["default"]["OPTIONS"]["pool"] = {
+    "min_size": min(2, DATABASE_POOL_MAX_SIZE),
+    "max_size": DATABASE_POOL_MAX_SIZE,
+    "timeout": DATABASE_POOL_TIMEOUT_SECONDS,
+    "max_idle": 300.0,
+    "name": "clarion",
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels: one process → in-memory; REDIS_URL → shared groups across Daphne workers.

@@ -9,9 +9,6 @@ from project.settings import *  # noqa: F403
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 OFFLINE_STREAM_DELAY = env.float("OFFLINE_STREAM_DELAY", default=0.0)  # noqa: F405
-# Tests run turns in throwaway event loops and threads; connections must not outlive them, or
-# the test database cannot be dropped at the end.
-DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405
 
 # The test servers answer `GET /__test__/idle/` once their work is done, so the e2e tests empty
 # the database only then (project/testing.py). Test settings only.

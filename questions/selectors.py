@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-import functools
 import uuid
 
-from project import rawsql
+from django.db.models import Count
+
 from questions.errors import QuestionNotFound
 from questions.models import PendingQuestion, QuestionGroup
 
@@ -42,14 +42,6 @@ def has_open_group(*, conversation_id) -> bool:
     return QuestionGroup.objects.filter(conversation_id=conversation_id, completed_at__isnull=True).exists()
 
 
-def open_group_sql(conversation_param: str) -> str:
-    """`has_open_group` as an SQL expression, for a hot statement written in SQL (one that runs
-    around every turn: building it through the ORM costs more CPU than running it).
-    `conversation_param` is the placeholder of the conversation id, e.g. "%(conversation)s"."""
-    table = QuestionGroup._meta.db_table
-    return f"EXISTS (SELECT 1 FROM {table} WHERE conversation_id = {conversation_param} AND completed_at IS NULL)"
-
-
 def group_questions(group: QuestionGroup) -> list[PendingQuestion]:
     """The group's questions in order, each with `group` set to this instance (one statement)."""
     return questions_of_groups({group.pk: group}).get(group.pk, [])
@@ -57,34 +49,28 @@ def group_questions(group: QuestionGroup) -> list[PendingQuestion]:
 
 def questions_of_groups(groups: dict[uuid.UUID, QuestionGroup]) -> dict[uuid.UUID, list[PendingQuestion]]:
     """{group id: its questions in order, each with `group` set} for the groups given by id, in
-    one statement (it runs on every answer and every batch of answers, so it is written in SQL)."""
+    one statement."""
     found: dict[uuid.UUID, list[PendingQuestion]] = {}
-    for q in rawsql.fetch_models(PendingQuestion, _questions_of_groups_sql(), {"groups": rawsql.as_json(list(groups))}):
+    for q in PendingQuestion.objects.filter(group_id__in=list(groups)).order_by("group_id", "position"):
         q.group = groups[q.group_id]
         found.setdefault(q.group_id, []).append(q)
     return found
-
-
-@functools.cache
-def _questions_of_groups_sql() -> str:
-    return (
-        f"SELECT {rawsql.columns(PendingQuestion, 'q')} FROM {PendingQuestion._meta.db_table} q "
-        f"WHERE q.group_id IN {rawsql.uuids_in('%(groups)s')} ORDER BY q.group_id, q.position"
-    )
 
 
 def groups_for_conversation(*, conversation_id) -> list[QuestionGroup]:
     return list(QuestionGroup.objects.filter(conversation_id=conversation_id).prefetch_related("questions").order_by("created_at"))
 
 
-@functools.cache
-def clarification_rounds_sql() -> str:
-    """Clarification rounds asked per request in the conversation `%(conversation)s` (at most two
-    are allowed per request): rows of (the request's message id, rounds)."""
-    return (
-        f"SELECT (payload->>'request_message_id')::bigint, count(*) FROM {QuestionGroup._meta.db_table} "
-        f"WHERE conversation_id = %(conversation)s AND kind = '{QuestionGroup.Kind.CLARIFY.value}' GROUP BY 1"
+def clarification_rounds(*, conversation_id: uuid.UUID) -> dict[int, int]:
+    """Clarification rounds asked per request in the conversation (at most two are allowed per
+    request): {the request's message id: rounds}."""
+    rounds = (
+        QuestionGroup.objects.filter(conversation_id=conversation_id, kind=QuestionGroup.Kind.CLARIFY)
+        .values_list("payload__request_message_id")
+        .annotate(rounds=Count("id"))
+        .order_by()
     )
+    return {int(request): count for request, count in rounds if request is not None}
 
 
 _STATUS_FOR_MODEL: dict[str, str] = {Status.ANSWERED: "answered", Status.TIMED_OUT: "timed_out", Status.CANCELLED: "skipped"}

