@@ -8,11 +8,11 @@ django_http = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from chat.deadlines import ensure_sweeper  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from project.security import OwnOriginValidator  # noqa: E402
 
 
 class StartsBackgroundWork:
@@ -31,7 +31,7 @@ application = ProtocolTypeRouter(
     {
         # Daphne serves the vendored static files itself: a one-command install needs no proxy.
         "http": StartsBackgroundWork(ASGIStaticFilesHandler(django_http)),
-        "websocket": StartsBackgroundWork(AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
+        "websocket": StartsBackgroundWork(OwnOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )
 
