@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,24 @@ class Up:
             stop_process(self.proc)
 
 
+def websocket_handshake(port: int, *, origin: str) -> str:
+    """The head of the server's answer to a websocket handshake from a page of `origin`."""
+    request = (
+        f"GET /ws/conversations/{uuid.uuid4()}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+        f"Origin: {origin}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(request.encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = connection.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    return head.decode("latin1")
+
+
 def log_in(base: str, username: str, password: str) -> int:
     """The login form over HTTP, as a browser posts it: the final status without following the
     redirect (302 = logged in, 200 = the form again, 429 = locked out)."""
@@ -123,6 +143,11 @@ def test_ctrl_c_stops_the_postgres_up_started_and_the_next_up_starts_cleanly(dat
         assert log_in(first.url, "demo", "demo") == 302  # the README's login, on loopback
         response = urllib.request.urlopen(f"{first.url}/login/", timeout=30)
         assert response.headers.get("Server") is None  # Daphne's `Server: daphne` is gone
+        # The chat's websocket: its own origin is accepted, another port of the same host is not.
+        own = websocket_handshake(first.port, origin=first.url)
+        other_port = websocket_handshake(first.port, origin="http://127.0.0.1:9999")
+        assert own.startswith("HTTP/1.1 101") and other_port.startswith("HTTP/1.1 403"), (own, other_port)
+        assert "server:" not in own.lower() and "server:" not in other_port.lower()
         # A token in a URL is refused and written nowhere.
         secret = "clk_never-in-a-log-" + os.urandom(8).hex()
         request = urllib.request.Request(f"{first.url}/api/v1/reply?token={secret}", data=b"{}", method="POST")
