@@ -8,6 +8,7 @@ demo superuser never keeps the well-known password. No `Server` header, no token
 
 from __future__ import annotations
 
+import http.client
 import http.cookiejar
 import os
 import re
@@ -148,6 +149,11 @@ def test_ctrl_c_stops_the_postgres_up_started_and_the_next_up_starts_cleanly(dat
         other_port = websocket_handshake(first.port, origin="http://127.0.0.1:9999")
         assert own.startswith("HTTP/1.1 101") and other_port.startswith("HTTP/1.1 403"), (own, other_port)
         assert "server:" not in own.lower() and "server:" not in other_port.lower()
+        # A path climbing out of the static folders is a plain 404, without a traceback in the log.
+        climbing = http.client.HTTPConnection("127.0.0.1", first.port, timeout=30)
+        climbing.request("GET", "/static/../manage.py")
+        assert climbing.getresponse().status == 404
+        climbing.close()
         # A token in a URL is refused and written nowhere.
         secret = "clk_never-in-a-log-" + os.urandom(8).hex()
         request = urllib.request.Request(f"{first.url}/api/v1/reply?token={secret}", data=b"{}", method="POST")
@@ -160,6 +166,7 @@ def test_ctrl_c_stops_the_postgres_up_started_and_the_next_up_starts_cleanly(dat
     assert "Stopped the embedded Postgres." in first.output
     assert postgres_stopped(data_dir) and not postmaster.is_running()
     assert secret not in first.output and "token=" not in first.output
+    assert "Traceback" not in first.output and "ERROR" not in first.output
 
     second = Up(data_dir)
     try:
