@@ -109,11 +109,8 @@ async def reply(request: HttpRequest) -> JsonResponse:
         )
         response["Retry-After"] = str(throttle.retry_after_seconds(request))
         return response
-    try:
-        raw_body = request.body
-    except RequestDataTooBig:
-        raw_body = None
-    if raw_body is None or len(raw_body) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+    raw_body = _body_within_limit(request)
+    if raw_body is None:
         return error_response(413, f"The body is larger than the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes.", field="(body)")
     token = await selectors.aactive_adapter_token(raw_token=bearer_token(request))
     if token is None:
@@ -138,6 +135,16 @@ async def reply(request: HttpRequest) -> JsonResponse:
     # A bot's users have no Clarion session: citations open their section through signed links.
     result = await sync_to_async(services.with_shared_links)(result=result, request_base=request.build_absolute_uri("/"))
     return JsonResponse(result.model_dump(mode="json"))
+
+
+def _body_within_limit(request: HttpRequest) -> bytes | None:
+    """The body, or None past DATA_UPLOAD_MAX_MEMORY_SIZE (Django checks a declared length; a
+    chunked body has none, so its real length is checked too)."""
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        return None
+    return body if len(body) <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE else None
 
 
 def _field(loc: tuple) -> str:
