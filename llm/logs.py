@@ -18,6 +18,8 @@ import logging
 import uuid
 from typing import Any
 
+from django.http import HttpRequest
+
 _turn_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("clarion_turn_id", default=None)
 _conversation_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("clarion_conversation_id", default=None)
 
@@ -47,6 +49,18 @@ class ContextFilter(logging.Filter):
         conversation = _conversation_id.get()
         if conversation is not None and not hasattr(record, "conversation"):
             record.conversation = conversation
+        return True
+
+
+class WithoutQueryStrings(logging.Filter):
+    """Django logs its `request` with every error line (`extra={"request": ...}`), and a request's
+    repr carries the whole URL: a token someone put in a query string would land in the log. The
+    line keeps the method and path only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        if isinstance(request, HttpRequest):
+            record.request = f"{request.method} {request.path}"
         return True
 
 
@@ -80,4 +94,4 @@ def _plain(value: Any) -> str:
     return str(value)
 
 
-__all__ = ["ContextFilter", "PlainFormatter", "begin_turn", "current_turn_id", "extra_fields"]
+__all__ = ["ContextFilter", "PlainFormatter", "WithoutQueryStrings", "begin_turn", "current_turn_id", "extra_fields"]

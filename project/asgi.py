@@ -8,11 +8,13 @@ django_http = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+from django.core.exceptions import SuspiciousFileOperation  # noqa: E402
+from django.http import Http404  # noqa: E402
 
 from chat.deadlines import ensure_sweeper  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
+from project.security import OwnOriginValidator  # noqa: E402
 
 
 class StartsBackgroundWork:
@@ -27,11 +29,22 @@ class StartsBackgroundWork:
         return await self.app(scope, receive, send)
 
 
+class StaticFiles(ASGIStaticFilesHandler):
+    """Daphne serves the vendored static files itself: a one-command install needs no proxy. A
+    path that climbs out of the static folders (`/static/../manage.py`) is simply not a static
+    file: a 404, not a 500 with a traceback."""
+
+    def serve(self, request):
+        try:
+            return super().serve(request)
+        except SuspiciousFileOperation as exc:
+            raise Http404("No such static file.") from exc
+
+
 application = ProtocolTypeRouter(
     {
-        # Daphne serves the vendored static files itself: a one-command install needs no proxy.
-        "http": StartsBackgroundWork(ASGIStaticFilesHandler(django_http)),
-        "websocket": StartsBackgroundWork(AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
+        "http": StartsBackgroundWork(StaticFiles(django_http)),
+        "websocket": StartsBackgroundWork(OwnOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )
 

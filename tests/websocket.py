@@ -19,8 +19,10 @@ def session_cookie_for(user) -> str:
     return client.cookies[settings.SESSION_COOKIE_NAME].value
 
 
-async def open_socket(path: str, *, user=None, origin: str = "http://127.0.0.1:8000") -> WebsocketCommunicator:
-    headers = [(b"origin", origin.encode()), (b"host", b"127.0.0.1:8000")]
+async def open_socket(
+    path: str, *, user=None, origin: str = "http://127.0.0.1:8000", host: str = "127.0.0.1:8000", headers: list | None = None
+) -> WebsocketCommunicator:
+    headers = [(b"origin", origin.encode()), (b"host", host.encode()), *(headers or [])]
     if user is not None:
         headers.append((b"cookie", f"{settings.SESSION_COOKIE_NAME}={await session_cookie_for(user)}".encode()))
     return WebsocketCommunicator(application, path, headers=headers)

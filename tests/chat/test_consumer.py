@@ -37,10 +37,69 @@ async def test_another_users_conversation_is_closed_with_4404(conversation, bob)
     assert await socket.receive_output() == {"type": "websocket.close", "code": 4404}
 
 
-async def test_foreign_origin_is_rejected(conversation, alice):
-    socket = await open_socket(path_of(conversation), user=alice, origin="http://evil.example")
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://evil.example",
+        # Another port, scheme or spelling of an allowed host is another origin: a page served
+        # there must not open alice's socket with her cookie.
+        "http://127.0.0.1:9999",
+        "https://127.0.0.1:8000",
+        "https://127.0.0.1:8301",
+        "http://LOCALHOST:1",
+        "http://localhost:8000",
+        "null",
+        "",
+    ],
+)
+async def test_a_handshake_from_any_other_origin_is_refused_and_writes_nothing(conversation, alice, origin):
+    socket = await open_socket(path_of(conversation), user=alice, origin=origin)
     connected, _ = await socket.connect()
     assert not connected
+    assert await message_count() == 0
+
+
+async def test_only_clarions_own_origin_is_accepted(conversation, alice):
+    socket = await open_socket(path_of(conversation), user=alice, origin="http://127.0.0.1:8000", host="127.0.0.1:8000")
+    assert (await socket.connect())[0]
+    await socket.disconnect()
+    # The Host header decides, not a fixed list: the same page served on another port.
+    socket = await open_socket(path_of(conversation), user=alice, origin="http://localhost:8123", host="localhost:8123")
+    assert (await socket.connect())[0]
+    await socket.disconnect()
+
+
+async def test_a_handshake_to_a_host_outside_allowed_hosts_is_refused(conversation, alice):
+    socket = await open_socket(path_of(conversation), user=alice, origin="http://evil.example", host="evil.example")
+    assert not (await socket.connect())[0]
+
+
+async def test_behind_a_tls_proxy_the_forwarded_scheme_counts(conversation, alice, settings):
+    settings.ALLOWED_HOSTS = ["clarion.example.org"]
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    https = [(b"x-forwarded-proto", b"https")]
+    path = path_of(conversation)
+    socket = await open_socket(path, user=alice, origin="https://clarion.example.org", host="clarion.example.org", headers=https)
+    assert (await socket.connect())[0]
+    await socket.disconnect()
+    plain = await open_socket(path, user=alice, origin="http://clarion.example.org", host="clarion.example.org", headers=https)
+    assert not (await plain.connect())[0]
+    # Without the proxy setting, the client's own X-Forwarded-Proto is not believed.
+    settings.SECURE_PROXY_SSL_HEADER = None
+    forged = await open_socket(path, user=alice, origin="https://clarion.example.org", host="clarion.example.org", headers=https)
+    assert not (await forged.connect())[0]
+
+
+async def test_csrf_trusted_origins_are_accepted_too(conversation, alice, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://chat.example.org", "https://*.example.net"]
+    path = path_of(conversation)
+    for origin in ("https://chat.example.org", "https://team.example.net"):
+        socket = await open_socket(path, user=alice, origin=origin)
+        assert (await socket.connect())[0], origin
+        await socket.disconnect()
+    for origin in ("http://chat.example.org", "https://chat.example.org:8443", "https://example.org"):
+        socket = await open_socket(path, user=alice, origin=origin)
+        assert not (await socket.connect())[0], origin
 
 
 async def test_message_round_trip_reaches_every_tab(conversation, alice):

@@ -224,3 +224,37 @@ def test_the_admin_works_under_the_policy_and_shows_a_rebuild_progressing_to_its
     watch.assert_nothing_ran()
     assert watch.csp_violations == [], watch.csp_violations
     assert json.dumps(watch.console).count("Refused") == 0
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 390, "height": 844}], ids=["desktop", "phone"])
+def test_after_repeated_wrong_passwords_the_right_one_shows_when_to_try_again(browser, live_url, viewport):
+    from django.conf import settings
+
+    get_user_model().objects.create_user("mallory-target", password=PASSWORD)
+    context = browser.new_context(viewport=viewport, is_mobile=viewport["width"] < 500)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    watch = Watch(page)
+    try:
+        for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+            page.goto(f"{live_url}/login/")
+            page.fill("#id_username", "mallory-target")
+            page.fill("#id_password", "wrong")
+            page.click("button[type=submit]")
+            expect(page.get_by_role("alert")).to_contain_text("correct username and password")
+        for password in ("wrong", PASSWORD):
+            page.goto(f"{live_url}/login/")
+            page.fill("#id_username", "mallory-target")
+            page.fill("#id_password", password)
+            page.click("button[type=submit]")
+            expect(page.get_by_role("heading", name="Too many failed logins")).to_be_visible()
+        alert = page.get_by_role("alert")
+        expect(alert).to_contain_text("Try again in 15 minutes")
+        expect(alert).to_be_in_viewport()
+        assert page.url == f"{live_url}/login/"  # not let in
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        page.goto(f"{live_url}/chat/")
+        page.wait_for_url(f"{live_url}/login/**")  # still no session
+        assert watch.csp_violations == []
+    finally:
+        context.close()

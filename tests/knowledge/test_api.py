@@ -64,7 +64,7 @@ def test_a_missing_or_invalid_token_is_401(token, header):
     headers = {"Authorization": header} if header else {}
     response = Client().post(URL, data=json.dumps(BODY), content_type="application/json", headers=headers)
     assert response.status_code == 401 and response["WWW-Authenticate"].startswith("Bearer")
-    assert "token" in response.json()["error"]
+    assert response.json()["error"]["code"] == "unauthorized" and "token" in response.json()["error"]["message"]
 
 
 def test_a_revoked_token_is_401(token):
@@ -105,8 +105,9 @@ def test_bad_json_is_a_400_naming_the_field_and_writes_nothing(user_guide, token
     response = post(Client(), None, raw_token=token["raw"], content=content)
 
     assert response.status_code == 400
-    payload = response.json()
-    assert payload["field"] == field and message in payload["error"] and payload["error"].startswith(field if field != "(body)" else "")
+    error = response.json()["error"]
+    assert error["code"] == "bad_request" and error["field"] == field
+    assert message in error["message"] and error["message"].startswith(field if field != "(body)" else "")
     token["row"].refresh_from_db()
     assert token["row"].last_used_at is None
     assert (KnowledgeSource.objects.count(), KnowledgeIndex.objects.count(), SummaryDraft.objects.count()) == counts

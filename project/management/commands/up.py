@@ -1,6 +1,14 @@
+import ipaddress
+from pathlib import Path
+
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.db import connections
+
+from project import embedded_pg
+
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
 class Command(BaseCommand):
@@ -12,19 +20,51 @@ class Command(BaseCommand):
         parser.add_argument("--no-seed", action="store_true", help="Skip creating the demo workspace.")
 
     def handle(self, *args, host: str, port: int, no_seed: bool, **options):
+        data_dir = self._embedded_data_dir()
+        owns_database = data_dir is not None and self._start_embedded_database(data_dir)
+        try:
+            self._prepare_and_serve(host=host, port=port, no_seed=no_seed)
+        finally:
+            if owns_database and data_dir is not None:
+                # Ctrl+C ends Daphne; the database this command started goes with it.
+                connections.close_all()
+                embedded_pg.stop_server(data_dir)
+                self.stdout.write("Stopped the embedded Postgres.")
+            elif data_dir is not None and embedded_pg.running_postmaster(data_dir) is not None:
+                self.stdout.write("The embedded Postgres was in use before this run and keeps running (manage.py stop_postgres stops it).")
+
+    def _prepare_and_serve(self, *, host: str, port: int, no_seed: bool) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready.")
         if not no_seed:
-            call_command("seed_demo", stdout=self.stdout)
+            exposed = serves_beyond_this_machine(host)
+            if exposed:
+                self.stdout.write("Clarion is reachable beyond this machine: the demo user gets a generated password, not demo/demo.")
+            call_command("seed_demo", stdout=self.stdout, generated_password=exposed)
         self._index_knowledge_base()
         url = f"http://{host}:{port}/"
         self.stdout.write(self.style.SUCCESS(f"Clarion is running at {url}  (Ctrl+C to stop)"))
         self.stdout.flush()
         from daphne.cli import CommandLineInterface
 
+        # Verbosity 0: no access log, which would write every URL (query strings included).
+        # No Server header: which server runs Clarion is nobody's business.
         CommandLineInterface().run(
-            ["--bind", host, "--port", str(port), "--verbosity", "0", settings.ASGI_APPLICATION.replace(".application", ":application")]
-        )
+            [
+                "--bind", host, "--port", str(port), "--verbosity", "0", "--no-server-name",
+                settings.ASGI_APPLICATION.replace(".application", ":application"),
+            ]
+        )  # fmt: skip
+
+    def _embedded_data_dir(self) -> Path | None:
+        data_dir = settings.DATABASES["default"].get("EMBEDDED_DATA_DIR")
+        return Path(data_dir) if data_dir else None
+
+    def _start_embedded_database(self, data_dir: Path) -> bool:
+        """Start (or reuse) the embedded server; True when this run owns it: it started it, or
+        found one nobody is connected to (left behind by a run that was killed)."""
+        host, port = embedded_pg.ensure_server(data_dir, database=settings.DATABASES["default"]["NAME"])
+        return embedded_pg.launched_here(data_dir) or embedded_pg.other_clients(host=host, port=port) == 0
 
     def _index_knowledge_base(self) -> None:
         # Only new and changed sources are summarised, so this is quick after the first run. A
@@ -33,3 +73,14 @@ class Command(BaseCommand):
             call_command("rebuild_kb_index", stdout=self.stdout, stderr=self.stderr)
         except Exception as exc:
             self.stderr.write(f"Knowledge base: rebuild failed ({exc}); serving with the previous index.")
+
+
+def serves_beyond_this_machine(host: str) -> bool:
+    """Bound to an address other machines reach, or — DEBUG off — named by a real host name in
+    ALLOWED_HOSTS (behind a proxy): then no superuser may keep a well-known password."""
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    real_names = [name for name in settings.ALLOWED_HOSTS if name not in LOOPBACK_NAMES]
+    return not loopback or (not settings.DEBUG and bool(real_names))

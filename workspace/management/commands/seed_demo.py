@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -22,13 +24,20 @@ class Command(BaseCommand):
             default=None,
             help=f"Password; default {DEFAULT_PASSWORD!r} for a new user. Given explicitly, it is also set on an existing user.",
         )
+        parser.add_argument(
+            "--generated-password",
+            action="store_true",
+            help=f"Never leave {DEFAULT_PASSWORD!r} on the demo superuser: a new user, or one still using it, gets a generated password, printed once.",
+        )
 
-    def handle(self, *args, username: str, password: str | None, **options):
+    def handle(self, *args, username: str, password: str | None, generated_password: bool = False, **options):
         User = get_user_model()
         with transaction.atomic():
             user, created = User._default_manager.get_or_create(
                 **{User.USERNAME_FIELD: username}, defaults={"is_staff": True, "is_superuser": True}
             )
+            if generated_password and password is None and (created or user.check_password(DEFAULT_PASSWORD)):
+                password = secrets.token_urlsafe(12)
             if created or password is not None:
                 user.set_password(password if password is not None else DEFAULT_PASSWORD)
                 user.save(update_fields=["password"])
