@@ -12,6 +12,7 @@ from django.utils import timezone
 from chat.models import CARD_TOOLS, Conversation, Message
 from project import rawsql
 from project.errors import Conflict, Rejected
+from project.text import refuse_nul
 from questions import selectors as question_selectors
 
 TITLE_CHARS = 60
@@ -23,7 +24,7 @@ class MessageRejected(Rejected):
     """A user message that cannot be accepted; the text says why, for the person who typed it."""
 
 
-class ConversationRejected(ValueError):
+class ConversationRejected(Rejected):
     """A rename (or similar) that cannot be applied; the text says why."""
 
 
@@ -51,7 +52,7 @@ def open_blank_conversation(*, user) -> Conversation:
 
 @transaction.atomic
 def rename_conversation(*, user, conversation_id, title: str) -> Conversation:
-    text = " ".join((title or "").split())
+    text = " ".join(refuse_nul(title or "", what="That title").split())
     if not text:
         raise ConversationRejected("A title cannot be empty.")
     limit = Conversation.TITLE_MAX_CHARS
@@ -82,7 +83,7 @@ def request_stop(*, user, conversation_id) -> None:
 
 
 def validate_user_message(content: str) -> str:
-    text = (content or "").strip()
+    text = refuse_nul(content or "", what="That message").strip()
     if not text:
         raise MessageRejected("Type a message first.")
     limit = settings.CHAT_MESSAGE_MAX_CHARS

@@ -10,6 +10,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
+from project.text import refuse_nul
+from questions.errors import AnswerRejected
+
 QUESTION_MAX = 500
 OPTION_MAX = 200
 PLACEHOLDER_MAX = 100
@@ -61,7 +64,7 @@ class AskUserArgs(BaseModel):
 class AnswerInput(BaseModel):
     """One person's answer to one question, before it is checked against that question."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     selected_indexes: list[int] = Field(default_factory=list)
     # When the client names the label it showed, it must match the option at that index.
@@ -71,7 +74,7 @@ class AnswerInput(BaseModel):
     @model_validator(mode="after")
     def _one_kind(self) -> "AnswerInput":
         if self.custom is not None:
-            self.custom = self.custom.strip()
+            self.custom = refuse_nul(self.custom, what="That answer").strip()
             if not self.custom:
                 raise ValueError("Type an answer first.")
             if len(self.custom) > CUSTOM_MAX:
@@ -81,3 +84,25 @@ class AnswerInput(BaseModel):
         elif not self.selected_indexes:
             raise ValueError("Pick an option or type an answer.")
         return self
+
+
+class AnswerFields(BaseModel):
+    """An answer as a client sends it, the same over both edges: the card's form posted over HTTP
+    (its strings turned into numbers by `chat.question_views.parse_answer_form`, explicitly) and
+    the websocket's `answer` frame (`chat.frames.AnswerQuestion`). Strict: a bool is not an index
+    and a string is not a number."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)  # a frame's HEADERS, a form's CSRF token
+
+    option: int | None = None  # a button: one option
+    options: list[int] | None = None  # checkboxes: several
+    label: str | list[str] | None = None  # what the client showed at those indexes
+    custom: str | None = None  # typed
+
+    def to_answer(self) -> AnswerInput:
+        """Raises AnswerRejected, or pydantic's ValidationError from AnswerInput's rules."""
+        if self.option is not None and self.options is not None:
+            raise AnswerRejected("Pick one option, or several, not both.")
+        picked = [self.option] if self.option is not None else (self.options or [])
+        labels = [self.label] if isinstance(self.label, str) else self.label
+        return AnswerInput(selected_indexes=picked, labels=labels, custom=self.custom)
