@@ -19,6 +19,8 @@ from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
 
+from project.text import BIDI_CONTROLS, bidi_marker, visible_bidi_controls
+
 ALLOWED_TAGS = {
     "p", "br", "strong", "em", "del", "s", "code", "pre", "blockquote", "hr",
     "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "a", "span",
@@ -75,14 +77,7 @@ def _citation_rule(state: StateInline, silent: bool) -> bool:
     return True
 
 
-# Bidirectional controls (embeddings, overrides, isolates and marks) reorder the text around them:
-# a link written "[‮gpj.exe](…)" reads as "exe.jpg". As code review tools do, each is shown as what
-# it is — a marked "<U+202E>" — in place of the reordering it would cause.
-_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def _visible(match: re.Match) -> str:
-    return f"<U+{ord(match.group()):04X}>"
+# Bidirectional controls are shown, not obeyed (see project.text): in text as a styled marker.
 
 
 def _visible_controls_in_attributes(state: StateCore) -> None:
@@ -92,17 +87,18 @@ def _visible_controls_in_attributes(state: StateCore) -> None:
     while stack:
         token = stack.pop()
         stack.extend(token.children or [])
-        token.info = _BIDI_CONTROLS.sub(_visible, token.info)
+        token.info = visible_bidi_controls(token.info)
         for name, value in (token.attrs or {}).items():
             if isinstance(value, str):
-                token.attrs[name] = _BIDI_CONTROLS.sub(_visible, value)
+                token.attrs[name] = visible_bidi_controls(value)
 
 
 def _marking_controls(default: Callable[..., str]) -> Callable[..., str]:
     """A render rule whose output (text escaped by `default`) shows each control as a marker."""
 
     def render(self, tokens, idx, options, env) -> str:
-        return _BIDI_CONTROLS.sub(lambda m: f'<span class="{BIDI_CLASS}">{_escape(_visible(m))}</span>', default(tokens, idx, options, env))
+        html = default(tokens, idx, options, env)
+        return BIDI_CONTROLS.sub(lambda m: f'<span class="{BIDI_CLASS}">{_escape(bidi_marker(m.group()))}</span>', html)
 
     return render
 

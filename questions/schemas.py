@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from project.text import refuse_nul
+from project.text import refuse_nul, visible_bidi_controls
 from questions.errors import AnswerRejected
 
 QUESTION_MAX = 500
@@ -22,25 +22,28 @@ MIN_OPTIONS, MAX_OPTIONS = 2, 6
 MAX_QUESTIONS_PER_ASK = 4
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+# What a model writes on a card is shown to a person: its bidirectional controls become visible
+# markers ("<U+202E>"), so a reversed option cannot pass for another.
+Shown = AfterValidator(visible_bidi_controls)
 
 
 class OptionSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    label: Annotated[NonEmpty, StringConstraints(max_length=OPTION_MAX)]
-    description: Annotated[str, StringConstraints(strip_whitespace=True, max_length=OPTION_MAX)] = ""
+    label: Annotated[NonEmpty, StringConstraints(max_length=OPTION_MAX), Shown]
+    description: Annotated[str, StringConstraints(strip_whitespace=True, max_length=OPTION_MAX), Shown] = ""
 
 
 class QuestionSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: Annotated[NonEmpty, StringConstraints(max_length=QUESTION_MAX)]
-    header: Annotated[str, StringConstraints(strip_whitespace=True, max_length=HEADER_MAX)] = Field(
+    question: Annotated[NonEmpty, StringConstraints(max_length=QUESTION_MAX), Shown]
+    header: Annotated[str, StringConstraints(strip_whitespace=True, max_length=HEADER_MAX), Shown] = Field(
         "", description="A 1-3 word chip shown above the question, e.g. 'Project'."
     )
     options: list[OptionSpec] = Field(min_length=MIN_OPTIONS, max_length=MAX_OPTIONS)
     allow_custom: bool = Field(True, description="Let the user type their own answer.")
-    placeholder: Annotated[str, StringConstraints(strip_whitespace=True, max_length=PLACEHOLDER_MAX)] = ""
+    placeholder: Annotated[str, StringConstraints(strip_whitespace=True, max_length=PLACEHOLDER_MAX), Shown] = ""
     multi_select: bool = Field(False, description="Let the user pick several options.")
     timeout_seconds: float | None = Field(
         None, ge=5, le=3600, description="Seconds before the default (the most likely option) is applied."
