@@ -12,7 +12,7 @@ from django.utils import timezone
 from chat.models import CARD_TOOLS, Conversation, Message
 from project import rawsql
 from project.errors import Conflict, Rejected
-from project.text import refuse_nul
+from project.text import refuse_nul, without_nul
 from questions import selectors as question_selectors
 
 TITLE_CHARS = 60
@@ -166,14 +166,15 @@ def save_assistant_message(*, conversation_id, in_reply_to_id: int, content: str
 
 def assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> rawsql.Statement:
     """The statement that saves a model's reply (`save_assistant_message` runs it through Django;
-    a turn, on its lock's connection), returning the row: `rawsql.load(Message, row)`."""
+    a turn, on its lock's connection), returning the row: `rawsql.load(Message, row)`. A NUL the
+    model wrote is dropped (Postgres cannot store it; it shows as nothing), so the reply is kept."""
     return rawsql.insert(
         Message(
             conversation_id=conversation_id,
             in_reply_to_id=in_reply_to_id,
             role=Message.Role.ASSISTANT,
-            content=content,
-            tool_calls=tool_calls,
+            content=without_nul(content),
+            tool_calls=[{key: without_nul(v) if isinstance(v, str) else v for key, v in call.items()} for call in tool_calls],
             metadata=metadata,
         )
     )
@@ -204,7 +205,7 @@ def save_tool_results_of_calls(calls: list[tuple[uuid.UUID, int, ToolResult]]) -
                 conversation_id=conversation_id,
                 in_reply_to_id=in_reply_to_id,
                 role=Message.Role.TOOL,
-                content=r.content,
+                content=without_nul(r.content),  # a tool's output may quote the model's arguments
                 tool_call_id=r.tool_call_id,
                 tool_name=r.tool_name,
                 metadata={"is_error": r.is_error, **({"malformed": True} if r.malformed else {})},

@@ -5,11 +5,13 @@ obeying them."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from channels.db import database_sync_to_async
 from django.urls import reverse
 
-from chat import services
+from chat import agent, services
 from chat.agent import wait_for_running_turns
 from chat.models import Conversation, Message
 from questions.models import PendingQuestion
@@ -169,3 +171,41 @@ def _page_html(user, conversation_id) -> str:
     client = Client()
     client.force_login(user)
     return client.get(reverse("chat:conversation", args=[conversation_id])).content.decode()
+
+
+async def test_a_nul_the_model_writes_is_dropped_from_its_reply_and_refused_in_tool_arguments(model_endpoint, alice):
+    # Postgres cannot store or query it: a reply with one, or a search for one, used to fail the turn.
+    model_endpoint.script(Reply.tool_call("query_notes", {"search_term": "la\u0000unch"}), Reply.text("Found it: la\u0000unch."))
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    await database_sync_to_async(services.post_user_message)(user=alice, conversation_id=conversation.pk, content="find launch")
+    await agent.run_pending_turns(conversation.pk)
+    rows = await database_sync_to_async(lambda: list(Message.objects.order_by("id").values_list("role", "content")))()
+    assert [role for role, _ in rows] == ["user", "assistant", "tool", "assistant"]
+    assert json.loads(rows[2][1]) == {
+        "error": "The arguments for query_notes contain a NUL character (\\u0000). Send them without it."
+    }  # a tool error the model can correct
+    assert rows[-1] == ("assistant", "Found it: launch.")
+
+
+async def test_bidirectional_controls_in_tool_arguments_are_shown_in_the_activity_line(model_endpoint, alice):
+    model_endpoint.script(Reply.tool_call("query_notes", {"search_term": "\u202egpj.exe"}), Reply.text("No notes match."))
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    socket = await connected(alice, conversation.pk)
+    await socket.send_to(text_data=form_frame(action="send_message", message="find my invoice"))
+    frames = await frames_of_turn(socket)
+    assert "Searched your notes for “&lt;U+202E&gt;gpj.exe”" in frames
+    assert "query_notes(search_term: &lt;U+202E&gt;gpj.exe)" in frames and "\u202e" not in frames
+    await socket.disconnect()
+
+
+def test_bidirectional_controls_in_a_citation_chips_title_are_shown():
+    from django.utils import timezone
+
+    from chat import rendering
+
+    reply = Message(
+        pk=1, role="assistant", content="See [1].", created_at=timezone.now(),
+        metadata={"citations": [{"n": 1, "url": "/kb/sources/1/", "title": "Guide \u202egpj.exe"}]},
+    )  # fmt: skip
+    html = rendering.message_appended(reply)
+    assert "[1] Guide &lt;U+202E&gt;gpj.exe</a>" in html and "\u202e" not in html
