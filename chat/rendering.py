@@ -223,7 +223,7 @@ def tool_activity(message: Message) -> list[ToolActivity]:
             continue  # the question card shows these in full
         try:
             args = json.loads(call.get("arguments") or "{}")
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):  # a model's garbled (or absurdly nested) arguments
             args = {}
         args = args if isinstance(args, dict) else {}
         raw = f"{name}({', '.join(f'{k}: {v}' for k, v in args.items() if v not in (None, ''))})"
