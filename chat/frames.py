@@ -12,6 +12,7 @@ import uuid
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
 from project.errors import Rejected
 from questions.schemas import AnswerFields
@@ -76,11 +77,11 @@ def parse_frame(text_data: str | None, bytes_data: bytes | None, *, max_bytes: i
         raise FrameError(_problem(exc.errors(include_url=False, include_input=False)[0])) from None
 
 
-def _problem(error) -> str:
+def _problem(error: ErrorDetails) -> str:
     """The first thing wrong with a frame, for the person."""
     if error["type"] == "json_invalid":
         # The JSON parser stops at a fixed depth (far deeper than any frame) instead of recursing on.
-        if "recursion limit" in error.get("ctx", {}).get("error", ""):
+        if "recursion limit" in str((error.get("ctx") or {}).get("error", "")):
             return "That frame is nested too deeply and was not processed."
         return "That frame is not valid JSON and was not processed."
     if error["type"] == "dict_type" and not error["loc"]:
