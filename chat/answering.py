@@ -43,7 +43,7 @@ from questions import services as questions
 from questions.clarification import enhance
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput
-from questions.shorthand import ShorthandError, Slot, answers_the_card, label_index, looks_like_shorthand, parse
+from questions.shorthand import ShorthandError, Slot, answers_the_card, is_number, label_index, looks_like_shorthand, parse
 from workspace import operations
 
 log = logging.getLogger("clarion.questions")
@@ -302,7 +302,7 @@ async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
     if (picked := label_index(text, labels)) is not None:
         await _answer_typed(user, current, AnswerInput(selected_indexes=[picked]), PendingQuestion.ResolvedVia.CHAT_TEXT)
         return True
-    if text.strip().isdigit():
+    if is_number(text):
         # "Press 1–3 to pick" works in the chat box too: the option shown in that place.
         shown = question_selectors.display_order(current)
         place = int(text.strip())

@@ -14,7 +14,6 @@ from chat.models import Conversation
 from project.errors import ClarionError, unavailable_error
 from questions import services as questions
 from questions.models import PendingQuestion
-from questions.schemas import AnswerInput
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -98,13 +97,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=rendering.composer_error(error.message))
 
     async def _answer(self, frame: AnswerQuestion) -> None:
-        if frame.custom is not None:
-            answer = AnswerInput(custom=frame.custom)
-        else:
-            indexes = frame.options if frame.options is not None else ([] if frame.option is None else [frame.option])
-            answer = AnswerInput(selected_indexes=indexes, labels=None if frame.label is None else [frame.label])
         await answering.submit_answer(
-            user=self.scope["user"], question_id=frame.question_id, answer=answer, via=PendingQuestion.ResolvedVia.OPTION
+            user=self.scope["user"], question_id=frame.question_id, answer=frame.to_answer(), via=PendingQuestion.ResolvedVia.OPTION
         )
 
     async def _send_message(self, frame: SendMessage) -> None:

@@ -1,18 +1,21 @@
 """The websocket protocol's client side, validated at the edge.
 
 htmx's ws extension sends a form as JSON: its fields plus a HEADERS object. Each form carries an
-`action` field naming what it asks for.
+`action` field naming what it asks for. Frames are parsed by pydantic in strict mode straight from
+the JSON text: `true` is not an index and `"1"` is not a number, and a frame nested deeper than
+the parser's limit is refused with a message rather than exhausting the stack.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
 from project.errors import Rejected
+from questions.schemas import AnswerFields
 
 
 class FrameError(Rejected):
@@ -20,7 +23,7 @@ class FrameError(Rejected):
 
 
 class _Frame(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # HEADERS and any future htmx fields
+    model_config = ConfigDict(extra="ignore", strict=True)  # HEADERS and any future htmx fields
 
 
 class SendMessage(_Frame):
@@ -40,13 +43,11 @@ class Regenerate(_Frame):
     action: Literal["regenerate"]
 
 
-class AnswerQuestion(_Frame):
+class AnswerQuestion(AnswerFields):
+    """The answer's fields are the HTTP form's (one model, one set of rules); see AnswerFields."""
+
     action: Literal["answer"]
     question_id: uuid.UUID
-    option: int | None = None
-    options: list[int] | None = None
-    label: str | None = None
-    custom: str | None = Field(None, max_length=5000)
 
 
 class SkipQuestions(_Frame):
@@ -71,16 +72,21 @@ def parse_frame(text_data: str | None, bytes_data: bytes | None, *, max_bytes: i
     if len(text_data.encode("utf-8", errors="replace")) > max_bytes:
         raise FrameError(f"That frame is larger than {max_bytes // 1024} KiB and was not processed.")
     try:
-        payload = json.loads(text_data)
-    except json.JSONDecodeError:
-        raise FrameError("That frame is not valid JSON and was not processed.") from None
-    if not isinstance(payload, dict):
-        raise FrameError("A frame must be a JSON object.")
-    try:
-        return _client_frame.validate_python(payload)
+        return _client_frame.validate_json(text_data, strict=True)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        # The first location element is the discriminator's value; the field name is what helps.
-        loc = first["loc"][1:] if len(first["loc"]) > 1 else first["loc"]
-        where = ".".join(str(p) for p in loc) or "frame"
-        raise FrameError(f"Frame field '{where}': {first['msg']}.") from None
+        raise FrameError(_problem(exc.errors(include_url=False, include_input=False)[0])) from None
+
+
+def _problem(error: ErrorDetails) -> str:
+    """The first thing wrong with a frame, for the person."""
+    if error["type"] == "json_invalid":
+        # The JSON parser stops at a fixed depth (far deeper than any frame) instead of recursing on.
+        if "recursion limit" in str((error.get("ctx") or {}).get("error", "")):
+            return "That frame is nested too deeply and was not processed."
+        return "That frame is not valid JSON and was not processed."
+    if error["type"] == "dict_type" and not error["loc"]:
+        return "A frame must be a JSON object."
+    # The first location element is the discriminator's value; the field name is what helps.
+    loc = error["loc"][1:] if len(error["loc"]) > 1 else error["loc"]
+    where = ".".join(str(p) for p in loc) or "frame"
+    return f"Frame field '{where}': {error['msg']}."

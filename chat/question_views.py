@@ -8,10 +8,11 @@ click or a race with the deadline sees the receipt, not an error page).
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Awaitable, Callable
 
 from channels.db import database_sync_to_async
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.views.decorators.http import require_POST
 from pydantic import ValidationError
 
@@ -20,7 +21,7 @@ from project.errors import ClarionError, Rejected
 from questions import selectors as question_selectors
 from questions import services as questions
 from questions.models import PendingQuestion
-from questions.schemas import AnswerInput
+from questions.schemas import AnswerFields, AnswerInput
 
 
 async def _card_response(group_id, *, status: int = 200, error: str = "") -> HttpResponse:
@@ -54,17 +55,35 @@ def card_errors(view: Callable[..., Awaitable[HttpResponse]]) -> Callable[..., A
     return wrapped
 
 
-def parse_answer_form(data) -> AnswerInput:
-    """The card's forms: `option` (a button), `options` (checkboxes) or `custom` (typed)."""
-    if "custom" in data:
-        return AnswerInput(custom=data.get("custom", ""))
-    raw = data.getlist("options") if "options" in data else data.getlist("option")
-    try:
-        indexes = [int(i) for i in raw]
-    except ValueError:
-        raise Rejected("Pick an option from the list.") from None
-    labels = data.getlist("label") or None
-    return AnswerInput(selected_indexes=indexes, labels=labels)
+# A form's index, as the card's buttons and checkboxes send it: ASCII digits, nothing else (int()
+# would also take " 1", "+1", "1_0" and other scripts' digits). A minus sign is read, so that "-1"
+# is refused as out of range, as over the websocket.
+_INDEX = re.compile(r"-?[0-9]{1,9}")
+
+
+def parse_answer_form(data: QueryDict) -> AnswerInput:
+    """The card's forms: `option` (a button), `options` (checkboxes) or `custom` (typed), read
+    explicitly into the fields an `answer` frame carries, then held to the same rules."""
+    fields: dict[str, Any] = {}
+    for name, several in (("option", "Pick one option for this question, not several."), ("custom", "Type one answer.")):
+        values = data.getlist(name)
+        if len(values) > 1:
+            raise Rejected(several)
+        if values:
+            fields[name] = values[0]
+    if "option" in fields:
+        fields["option"] = _index(fields["option"])
+    if "options" in data:
+        fields["options"] = [_index(value) for value in data.getlist("options")]
+    if "label" in data:
+        fields["label"] = data.getlist("label")
+    return AnswerFields.model_validate(fields).to_answer()
+
+
+def _index(value: str) -> int:
+    if not _INDEX.fullmatch(value):
+        raise Rejected("Pick an option from the list.")
+    return int(value)
 
 
 @require_POST

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from chat.models import CARD_TOOLS, Conversation, Message
 from knowledge.rendering import render_markdown
+from project.text import visible_bidi_controls
 from questions import selectors as question_selectors
 from questions.models import PendingQuestion, QuestionGroup
 
@@ -222,11 +223,12 @@ def tool_activity(message: Message) -> list[ToolActivity]:
             continue  # the question card shows these in full
         try:
             args = json.loads(call.get("arguments") or "{}")
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):  # a model's garbled (or absurdly nested) arguments
             args = {}
         args = args if isinstance(args, dict) else {}
         raw = f"{name}({', '.join(f'{k}: {v}' for k, v in args.items() if v not in (None, ''))})"
-        lines.append(ToolActivity(sentence=describe_tool_call(name, args), raw=raw))
+        # The model wrote the arguments: their bidirectional controls are shown, not obeyed.
+        lines.append(ToolActivity(sentence=visible_bidi_controls(describe_tool_call(name, args)), raw=visible_bidi_controls(raw)))
     return lines
 
 

@@ -14,6 +14,7 @@ from chat.models import Conversation, Message
 from chat.prompts import system_prompt
 from knowledge.selectors import get_ai_config
 from llm import ChatMessage, ToolCall
+from project.text import without_nul
 from questions import selectors as question_selectors
 from questions.services import QuestionTimeouts
 from workspace.selectors import Snapshot, snapshot_for_user
@@ -23,9 +24,10 @@ SEARCH_MAX_CHARS = 200
 
 def conversations_for_user(*, user, limit: int = 50, query: str = "") -> list[Conversation]:
     """The user's conversations, newest activity first; with a query, those whose title or any
-    message text contains it (case-insensitive)."""
+    message text contains it (case-insensitive). A NUL in the query is dropped: no stored text
+    holds one, and Postgres would refuse the statement."""
     conversations = Conversation.objects.filter(owner=user)
-    text = " ".join(query.split())[:SEARCH_MAX_CHARS]
+    text = " ".join(without_nul(query).split())[:SEARCH_MAX_CHARS]
     if text:
         in_messages = Message.objects.filter(
             conversation=OuterRef("pk"), content__icontains=text, role__in=[Message.Role.USER, Message.Role.ASSISTANT]

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from chat.models import CARD_TOOLS, Conversation, Message
 from project.errors import Conflict, Rejected
+from project.text import refuse_nul, without_nul
 from questions import selectors as question_selectors
 
 TITLE_CHARS = 60
@@ -21,7 +22,7 @@ class MessageRejected(Rejected):
     """A user message that cannot be accepted; the text says why, for the person who typed it."""
 
 
-class ConversationRejected(ValueError):
+class ConversationRejected(Rejected):
     """A rename (or similar) that cannot be applied; the text says why."""
 
 
@@ -49,7 +50,7 @@ def open_blank_conversation(*, user) -> Conversation:
 
 @transaction.atomic
 def rename_conversation(*, user, conversation_id, title: str) -> Conversation:
-    text = " ".join((title or "").split())
+    text = " ".join(refuse_nul(title or "", what="That title").split())
     if not text:
         raise ConversationRejected("A title cannot be empty.")
     limit = Conversation.TITLE_MAX_CHARS
@@ -80,7 +81,7 @@ def request_stop(*, user, conversation_id) -> None:
 
 
 def validate_user_message(content: str) -> str:
-    text = (content or "").strip()
+    text = refuse_nul(content or "", what="That message").strip()
     if not text:
         raise MessageRejected("Type a message first.")
     limit = settings.CHAT_MESSAGE_MAX_CHARS
@@ -135,13 +136,14 @@ def needs_reply(*, conversation_id) -> bool:
 
 
 def save_assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> Message:
-    """A model's reply, as a row."""
+    """A model's reply, as a row. A NUL the model wrote is dropped (Postgres cannot store it; it
+    shows as nothing), so the reply is kept."""
     return Message.objects.create(
         conversation_id=conversation_id,
         in_reply_to_id=in_reply_to_id,
         role=Message.Role.ASSISTANT,
-        content=content,
-        tool_calls=tool_calls,
+        content=without_nul(content),
+        tool_calls=[{key: without_nul(v) if isinstance(v, str) else v for key, v in call.items()} for call in tool_calls],
         metadata=metadata,
     )
 
@@ -171,7 +173,7 @@ def save_tool_results_of_calls(calls: list[tuple[uuid.UUID, int, ToolResult]]) -
                 conversation_id=conversation_id,
                 in_reply_to_id=in_reply_to_id,
                 role=Message.Role.TOOL,
-                content=r.content,
+                content=without_nul(r.content),  # a tool's output may quote the model's arguments
                 tool_call_id=r.tool_call_id,
                 tool_name=r.tool_name,
                 metadata={"is_error": r.is_error, **({"malformed": True} if r.malformed else {})},

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from knowledge import services as knowledge
 from llm import ToolCall, ToolSpec
+from project.text import NUL
 from questions import services as questions
 from questions.models import QuestionGroup
 from questions.schemas import AskUserArgs, OptionSpec, QuestionSpec
@@ -314,13 +315,25 @@ async def execute(*, ctx: ToolContext, call: ToolCall) -> ToolOutcome:
     return ToolOutcome(content=json.dumps(result, ensure_ascii=False), is_error=False, citations=tuple(result.get("citations") or ()))
 
 
+def _holds_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return NUL in value
+    if isinstance(value, dict):
+        return any(_holds_nul(k) or _holds_nul(v) for k, v in value.items())
+    return isinstance(value, list) and any(_holds_nul(v) for v in value)
+
+
 def _parse_arguments(tool: Tool, raw: str):
     try:
         data = json.loads(raw or "{}")
     except json.JSONDecodeError as exc:
         raise MalformedArguments(f"The arguments for {tool.name} are not valid JSON ({exc.msg}). Send a JSON object.") from None
+    except RecursionError:
+        raise MalformedArguments(f"The arguments for {tool.name} are nested too deeply. Send a flat JSON object.") from None
     if not isinstance(data, dict):
         raise MalformedArguments(f"The arguments for {tool.name} must be a JSON object.")
+    if _holds_nul(data):  # Postgres cannot take it, in a query or a row
+        raise ToolError(f"The arguments for {tool.name} contain a NUL character (\\u0000). Send them without it.")
     try:
         return tool.arguments.model_validate(data)
     except ValidationError as exc:

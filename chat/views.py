@@ -7,6 +7,7 @@ from django_htmx.middleware import HtmxDetails
 from chat import rendering, selectors, services
 from chat.models import Conversation
 from llm import client_from_settings
+from project.errors import ClarionError
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -89,8 +90,8 @@ def rename(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
     title, error = request.POST.get("title", ""), ""
     try:
         conversation = services.rename_conversation(user=request.user, conversation_id=conversation.pk, title=title)
-    except services.ConversationRejected as exc:
-        error = str(exc)
+    except ClarionError as exc:  # too long, empty, a NUL character
+        error = exc.message
     if not request.htmx:  # a plain form post (no page script): back to the page, saved or not
         return redirect("chat:conversation", conversation_id=conversation.pk)
     if error:

@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Callable, Mapping
+from typing import Callable, Mapping, cast
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
+
+from project.text import BIDI_CONTROLS, bidi_marker, visible_bidi_controls
 
 ALLOWED_TAGS = {
     "p", "br", "strong", "em", "del", "s", "code", "pre", "blockquote", "hr",
-    "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "a",
+    "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "a", "span",
     "table", "thead", "tbody", "tr", "th", "td", "dl", "dt", "dd",
 }  # fmt: skip
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title", "class", "target"},
+    "span": {"class"},
     "code": {"class"},
     "ol": {"start"},
     "th": {"align", "style"},
@@ -32,15 +37,17 @@ ALLOWED_ATTRIBUTES = {
 _LANGUAGE_CLASS = re.compile(r"^language-[A-Za-z0-9_+#.-]{1,40}$")
 _CELL_ALIGN = re.compile(r"^text-align:\s*(left|right|center);?$")
 CITATION_CLASS = "citation-ref"
+BIDI_CLASS = "bidi-control"
+_CLASSES = {"a": CITATION_CLASS, "span": BIDI_CLASS}
 
 
 def _attribute_filter(tag: str, attribute: str, value: str) -> str | None:
     """Classes and styles only where they carry meaning: a code block's language, a citation
-    marker, a table column's alignment."""
+    marker, a shown bidirectional control, a table column's alignment."""
     if attribute == "class":
         if tag == "code":
             return value if _LANGUAGE_CLASS.match(value) else None
-        return value if value == CITATION_CLASS else None
+        return value if value == _CLASSES.get(tag) else None
     if attribute == "target":
         return value if value == "_blank" else None
     if attribute == "style":
@@ -70,12 +77,43 @@ def _citation_rule(state: StateInline, silent: bool) -> bool:
     return True
 
 
+# Bidirectional controls are shown, not obeyed (see project.text): in text as a styled marker.
+
+
+def _visible_controls_in_attributes(state: StateCore) -> None:
+    """Attributes (a link's title, a code block's language) cannot hold the marker's markup: their
+    controls become the marker's text. The URL is percent-encoded by the parser already."""
+    stack = list(state.tokens)
+    while stack:
+        token = stack.pop()
+        stack.extend(token.children or [])
+        token.info = visible_bidi_controls(token.info)
+        for name, value in (token.attrs or {}).items():
+            if isinstance(value, str):
+                token.attrs[name] = visible_bidi_controls(value)
+
+
+def _marking_controls(default: Callable[..., str]) -> Callable[..., str]:
+    """A render rule whose output (text escaped by `default`) shows each control as a marker."""
+
+    def render(self, tokens, idx, options, env) -> str:
+        html = default(tokens, idx, options, env)
+        return BIDI_CONTROLS.sub(lambda m: f'<span class="{BIDI_CLASS}">{_escape(bidi_marker(m.group()))}</span>', html)
+
+    return render
+
+
 def _parser(*, raw_html: bool) -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": raw_html}).enable(["table", "strikethrough"])
     # Every link becomes a link and the sanitizer alone decides which URLs survive, so a
     # "[click](javascript:…)" reads as the word "click", not as raw Markdown.
     md.validateLink = lambda url: True  # type: ignore[method-assign]  # markdown-it-py's documented hook
     md.inline.ruler.before("link", "citation", _citation_rule)
+    md.core.ruler.push("visible_bidi_controls", _visible_controls_in_attributes)
+    # The rules that write text (escaped); attributes were taken care of above.
+    renderer = cast(RendererHTML, md.renderer)  # MarkdownIt's default renderer
+    for rule in ("text", "code_inline", "code_block", "fence"):
+        md.add_render_rule(rule, _marking_controls(renderer.rules[rule]))
     return md
 
 

@@ -16,7 +16,12 @@ import re
 from dataclasses import dataclass
 
 KEYS = "abcdefghij"
-_TOKEN = re.compile(r"^(?:(?P<number>\d{1,2})(?P<letters>[a-j]+)|(?P<letter>[a-j]))$")
+# A token is shorthand when it has the shape of one, whether or not its keys exist on the card: a
+# question number with one letter (`1a`, and the mistyped `1z`) or with several keys (`2ac`), or a
+# letter alone. So `1z` is an error ("option z is not one of a–c"), never a typed answer; `2pm`
+# and `1st` are not shorthand and stay typed answers.
+_TOKEN = re.compile(r"^(?:(?P<number>[0-9]{1,2})(?P<letters>[a-z]|[a-j]+)|(?P<letter>[a-z]))$")
+_NUMBER = re.compile(r"[0-9]{1,2}")
 _SPLIT = re.compile(r"[\s,;]+")
 
 
@@ -46,6 +51,11 @@ class ShorthandAnswer:
 class Parsed:
     skip: bool
     answers: tuple[ShorthandAnswer, ...] = ()
+
+
+def is_number(text: str) -> bool:
+    """A number alone (`2`: the option shown second). ASCII digits only: "²" is text, not 2."""
+    return bool(_NUMBER.fullmatch(text.strip()))
 
 
 def looks_like_shorthand(text: str) -> bool:
@@ -127,7 +137,7 @@ def answers_the_card(text: str, *, option_labels: list[str], allow_custom: bool)
     stripped = text.strip()
     if not stripped:
         return False
-    if looks_like_shorthand(stripped) or re.fullmatch(r"\d{1,2}", stripped):
+    if looks_like_shorthand(stripped) or is_number(stripped):
         return True
     if label_index(stripped, option_labels) is not None:
         return True

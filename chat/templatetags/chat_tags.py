@@ -3,9 +3,11 @@ from django.utils.safestring import SafeString
 
 from chat import rendering
 from knowledge.rendering import render_markdown
+from project.text import visible_bidi_controls
 
 register = template.Library()
 register.filter("markdown", render_markdown)
+register.filter("visible_controls", visible_bidi_controls)
 
 
 @register.filter

@@ -88,6 +88,8 @@ async def test_another_users_project_id_is_reported_as_not_found(model_endpoint,
         (Reply.tool_call("query_tasks", {"limit": 5000}), "limit: Input should be less than or equal to 500"),
         (Reply.tool_call("query_notes", {"owner_id": 2}), "owner_id: Extra inputs are not permitted"),
         (Reply.tool_call("query_tasks", "[1, 2]"), "must be a JSON object"),
+        (Reply.tool_call("query_tasks", "[" * 20_000 + "]" * 20_000), "The arguments for query_tasks are nested too deeply"),
+        (Reply.tool_call("query_tasks", {"search": "de\u0000sign"}), "contain a NUL character"),
     ],
 )
 async def test_bad_tool_calls_become_correctable_tool_errors(model_endpoint, workspace, alice, call, expected):

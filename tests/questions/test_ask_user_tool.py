@@ -5,7 +5,7 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from chat import agent, services
+from chat import agent, rendering, services
 from chat.models import Message
 from questions.models import PendingQuestion, QuestionGroup
 from tests.fake_openai import Reply
@@ -90,6 +90,29 @@ async def test_a_valid_ask_ends_the_turn_and_waits(model, alice):
     assert questions[0].deadline is not None and questions[1].deadline is None  # one at a time
     assert questions[0].timeout_seconds == 300  # the five-minute default for a plain ask
     assert await database_sync_to_async(services.needs_reply)(conversation_id=conversation.pk) is False
+
+
+async def test_bidirectional_controls_on_a_card_are_shown_as_markers(model, alice):
+    # "Delete" written backwards after a right-to-left override reads "Delete" on a card; shown as
+    # "<U+202E>eteleD" it cannot pass for the option it imitates.
+    hostile = {
+        "question": "Keep \u2066the\u2069 files?",
+        "header": "F\u200files",
+        "placeholder": "Type \u202b here",
+        "options": [{"label": "\u202eeteleD", "description": "Keep \u202aall"}, {"label": "Keep"}],
+    }
+    model.script(ask(hostile))
+    conversation = await start(alice)
+    await agent.run_pending_turns(conversation.pk)
+    question = await database_sync_to_async(PendingQuestion.objects.get)()
+    assert (question.question, question.header, question.placeholder) == (
+        "Keep <U+2066>the<U+2069> files?",
+        "F<U+200F>iles",
+        "Type <U+202B> here",
+    )
+    assert [(o["label"], o["description"]) for o in question.options] == [("<U+202E>eteleD", "Keep <U+202A>all"), ("Keep", "")]
+    card = await database_sync_to_async(lambda: rendering.question_group(question.group))()
+    assert "&lt;U+202E&gt;eteleD" in card and "\u202e" not in card
 
 
 async def test_at_most_ten_pending_questions_per_user(model, alice):

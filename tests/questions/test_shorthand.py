@@ -1,6 +1,16 @@
 import pytest
 
-from questions.shorthand import Parsed, ShorthandAnswer, ShorthandError, Slot, answers_the_card, label_index, looks_like_shorthand, parse
+from questions.shorthand import (
+    Parsed,
+    ShorthandAnswer,
+    ShorthandError,
+    Slot,
+    answers_the_card,
+    is_number,
+    label_index,
+    looks_like_shorthand,
+    parse,
+)
 
 THREE = [Slot(1, 4, False, True), Slot(2, 3, False, True), Slot(3, 3, True, True)]
 
@@ -34,6 +44,10 @@ def test_skip(text):
         ("1ab", "Question 1 takes one option; pick one of a–d."),
         ("a b c d", "There are only 3 unanswered question(s)"),
         ("3aa", "An option was given twice for question 3."),
+        # A mistyped key is shorthand all the same, and an error: never a typed answer.
+        ("1z", "Option z is not one of a–d (question 1)."),
+        ("2a 3z", "Option z is not one of a–c (question 3)."),
+        ("z", "Option z is not one of a–d (question 1)."),
     ],
 )
 def test_errors(text, message):
@@ -50,8 +64,14 @@ def test_bare_letters_answer_the_unanswered_questions_in_order():
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("1a 2b", True), ("a", True), ("s", True), ("skip", True), ("bad idea", False), ("1a and 2b", False), ("Atlas", False), ("", False)],
-)
+    [
+        ("1a 2b", True), ("a", True), ("s", True), ("skip", True), ("bad idea", False), ("1a and 2b", False), ("Atlas", False), ("", False),
+        # The shape counts, not whether the key exists: these are mistyped keys.
+        ("1z", True), ("z", True), ("2a 1q", True),
+        # Not the shape of shorthand: short replies that happen to start with a number.
+        ("2pm", False), ("1st", False), ("3rd", False),
+    ],
+)  # fmt: skip
 def test_looks_like_shorthand(text, expected):
     assert looks_like_shorthand(text) is expected
 
@@ -105,6 +125,21 @@ def test_short_replies_answer_a_card_that_takes_typed_answers(text):
 def test_new_requests_go_through_as_messages(text):
     assert not answers_the_card(text, option_labels=LABELS, allow_custom=True)
     assert not answers_the_card(text, option_labels=LABELS, allow_custom=False)
+
+
+@pytest.mark.parametrize("text", ["1z", "z", "9", "2a 3q"])
+def test_a_mistyped_key_is_never_a_new_message_or_a_typed_answer(text):
+    # It answers the card (as an error the person can fix), on cards with and without typed answers.
+    assert answers_the_card(text, option_labels=LABELS, allow_custom=True)
+    assert answers_the_card(text, option_labels=LABELS, allow_custom=False)
+    assert looks_like_shorthand(text) or is_number(text)
+
+
+@pytest.mark.parametrize(
+    "text, expected", [("2", True), (" 12 ", True), ("123", False), ("\u00b2", False), ("\u0661", False), ("2a", False)]
+)
+def test_only_ascii_digits_are_a_number(text, expected):
+    assert is_number(text) is expected
 
 
 def test_label_index_matches_the_label_as_written():
