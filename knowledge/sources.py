@@ -1,4 +1,4 @@
-"""Reading the configured folders and URLs into source documents. No database access."""
+"""Reading folders, URLs and uploaded files into source documents. No database access."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from knowledge.models import KnowledgeSource, content_hash
 from knowledge.text import html_to_text, title_of
+from project.errors import Rejected
 
 EXTENSIONS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "rst", ".html": "html", ".htm": "html"}
 USER_AGENT = "Clarion-knowledge-base/0.1 (+rebuild_kb_index)"
@@ -20,6 +21,10 @@ class SourceFolderMissing(Exception):
     """A configured folder does not exist: a configuration error, so the whole rebuild stops."""
 
 
+class SourceRejected(Rejected):
+    """A source an admin tried to add that cannot be used; nothing was written."""
+
+
 @dataclass(frozen=True)
 class SourceDocument:
     source_id: str
@@ -27,6 +32,7 @@ class SourceDocument:
     kind: str
     content: str
     content_hash: str
+    origin: int | None = None  # the AddedSource it comes from; None: from the configuration
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,29 @@ def document(*, source_id: str, raw: str, kind: str, fallback_title: str) -> Sou
     text = text.strip() + "\n"
     title = title or title_of(text, kind=kind, fallback=fallback_title)
     return SourceDocument(source_id=source_id, title=title[:300], kind=kind, content=text, content_hash=content_hash(text))
+
+
+def read_upload(*, name: str, data: bytes, max_bytes: int) -> SourceDocument:
+    """An uploaded file as a source document, or SourceRejected saying why it cannot be one."""
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix not in EXTENSIONS:
+        raise SourceRejected(f"“{name}” cannot be added: only {', '.join(sorted(EXTENSIONS))} files are read.")
+    if len(data) > max_bytes:
+        raise SourceRejected(f"“{name}” is larger than {max_bytes:,} bytes (KNOWLEDGE_MAX_SOURCE_BYTES).")
+    try:
+        if b"\x00" in data:
+            raise UnicodeError("NUL byte")
+        raw = data.decode("utf-8")
+    except UnicodeError:
+        raise SourceRejected(f"“{name}” is not readable text: it is a binary file or not encoded as UTF-8.") from None
+    doc = document(source_id=f"uploads/{name}", raw=raw, kind=EXTENSIONS[suffix], fallback_title=PurePosixPath(name).stem)
+    return with_text(doc, what=f"“{name}”")
+
+
+def with_text(doc: SourceDocument, *, what: str) -> SourceDocument:
+    if not doc.content.strip():
+        raise SourceRejected(f"{what} has no text to index.")
+    return doc
 
 
 def read_folders(dirs: list[Path], *, base_dir: Path, max_bytes: int) -> tuple[list[SourceDocument], list[SourceFailure]]:
@@ -64,7 +93,7 @@ def read_folders(dirs: list[Path], *, base_dir: Path, max_bytes: int) -> tuple[l
                 failures.append(SourceFailure(source_id, f"could not read the file: {exc}"))
                 continue
             documents.append(document(source_id=source_id, raw=raw, kind=EXTENSIONS[path.suffix.lower()], fallback_title=path.stem))
-    return _unique(documents), failures
+    return unique_documents(documents), failures
 
 
 def _relative_id(path: Path, folder: Path, base_dir: Path) -> str:
@@ -76,7 +105,7 @@ def _relative_id(path: Path, folder: Path, base_dir: Path) -> str:
         return PurePosixPath(folder.resolve().name, *path.relative_to(folder).parts).as_posix()
 
 
-def _unique(documents: list[SourceDocument]) -> list[SourceDocument]:
+def unique_documents(documents: list[SourceDocument]) -> list[SourceDocument]:
     # Overlapping folders list a file twice; the first wins.
     seen: dict[str, SourceDocument] = {}
     for doc in documents:
