@@ -440,6 +440,10 @@ class AddedSourceAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).defer("content").select_related("added_by").annotate(page_total=Count("pages"))
 
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        # The list's enable/disable actions change sources; a source's own page is read-only.
+        return obj is None and super().has_change_permission(request)
+
     @admin.display(description="indexed pages", ordering="page_total")
     def page_count(self, obj: AddedSource) -> int:
         return getattr(obj, "page_total", 0)

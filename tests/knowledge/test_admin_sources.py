@@ -346,3 +346,21 @@ def test_answers_cite_an_added_source_and_stop_at_once_when_it_is_disabled_or_re
     run_action(admin_client, "delete_selected", added, post="yes")
     result = ask("What does the zorblax dial set?")
     assert "uploads/crane.md" not in [c.source_id for c in result.citations] and "harbour crane" not in (result.reply_text or "")
+
+
+def test_a_source_added_while_a_rebuild_runs_waits_for_the_next_one(admin_client, configured, inline_rebuilds):
+    running = services.request_rebuild(via="command")
+    html = page_of(upload(admin_client, "crane.md", ZORBLAX.encode()))
+    assert "Added “crane.md” (uploaded file)." in html
+    assert f"already queued (#{running.pk})" in html and "the new source is indexed by the next rebuild" in html
+    assert AddedSource.objects.get().location == "crane.md" and inline_rebuilds == []
+    assert not KnowledgeSource.objects.filter(source_id="uploads/crane.md").exists()
+
+
+def test_an_added_source_page_is_read_only(admin_client, configured, inline_rebuilds):
+    upload(admin_client, "crane.md", ZORBLAX.encode())
+    added = AddedSource.objects.get()
+    page = admin_client.get(f"/admin/knowledge/addedsource/{added.pk}/change/")
+    assert page.status_code == 200 and 'name="_save"' not in page.content.decode()
+    assert admin_client.post(f"/admin/knowledge/addedsource/{added.pk}/change/", {"location": "x.md"}).status_code == 403
+    assert AddedSource.objects.get().location == "crane.md"
