@@ -402,7 +402,9 @@ class AddSourceForm(forms.Form):
     """One of three ways to add a source; the service checks the source itself."""
 
     file = forms.FileField(
-        required=False, label="Upload a file", help_text="Markdown, plain text, reStructuredText or HTML, encoded as UTF-8."
+        required=False,
+        label="Upload a file",
+        help_text="Markdown, plain text, reStructuredText or HTML encoded as UTF-8, or a PDF with a text layer.",
     )
     url = forms.CharField(
         required=False, max_length=1000, label="Or a URL", help_text="An http(s) page; it is fetched again by every rebuild."

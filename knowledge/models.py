@@ -53,7 +53,7 @@ class AddedSource(models.Model):
     # The file's name (uploads), the URL, or the folder's absolute path: unique, so the same
     # place cannot be added twice.
     location = models.CharField(max_length=1000, unique=True)
-    # Uploads only: the text as uploaded (UTF-8 validated when added).
+    # Uploads only: the text as uploaded (UTF-8 validated when added), or a PDF's extracted text.
     content = models.TextField(blank=True)
     # Uploads and URLs: the hash of the text when added, to refuse the same content twice.
     content_hash = models.CharField(max_length=64, blank=True)

@@ -38,6 +38,7 @@ from knowledge.models import AdapterToken, AddedSource, AIConfig, KnowledgeIndex
 from knowledge.schemas import AIResult, Conversation, RequestContext
 from knowledge.sources import (
     EXTENSIONS,
+    UPLOAD_EXTENSIONS,
     SourceDocument,
     SourceFailure,
     SourceRejected,
@@ -302,7 +303,7 @@ def _collect(source_dirs: list[Path] | None, source_urls: list[str] | None) -> t
     failures += fetch_failures
     for source in added:
         if source.kind == AddedSource.Kind.UPLOAD:
-            kind = EXTENSIONS.get(PurePosixPath(source.location).suffix.lower(), KnowledgeSource.Kind.TEXT)
+            kind = UPLOAD_EXTENSIONS[PurePosixPath(source.location).suffix.lower()]
             doc = document(
                 source_id=source.upload_source_id, raw=source.content, kind=kind, fallback_title=PurePosixPath(source.location).stem
             )
@@ -681,10 +682,10 @@ def add_uploaded_source(*, user: User, name: str, data: bytes) -> AddedSource:
     name = PurePosixPath(name.replace("\\", "/")).name.strip()
     if not name or len(name) > MAX_UPLOAD_NAME:
         raise SourceRejected(f"The file needs a name of at most {MAX_UPLOAD_NAME} characters.")
-    doc = read_upload(name=name, data=data, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES)
+    text, doc = read_upload(name=name, data=data, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES)
     return _add(
         user=user, kind=AddedSource.Kind.UPLOAD, location=name, what=f"A file named “{name}”",
-        source_id=doc.source_id, content=data.decode("utf-8"), content_hash=doc.content_hash,
+        source_id=doc.source_id, content=text, content_hash=doc.content_hash,
     )  # fmt: skip
 
 

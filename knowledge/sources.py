@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import io
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -51,21 +52,45 @@ def document(*, source_id: str, raw: str, kind: str, fallback_title: str) -> Sou
     return SourceDocument(source_id=source_id, title=title[:300], kind=kind, content=text, content_hash=content_hash(text))
 
 
-def read_upload(*, name: str, data: bytes, max_bytes: int) -> SourceDocument:
-    """An uploaded file as a source document, or SourceRejected saying why it cannot be one."""
+# Uploads only: a PDF's text is extracted once, when it is added, and stored as plain text.
+UPLOAD_EXTENSIONS = {**EXTENSIONS, ".pdf": "text"}
+
+
+def read_upload(*, name: str, data: bytes, max_bytes: int) -> tuple[str, SourceDocument]:
+    """An uploaded file's text to store and its source document, or SourceRejected saying why
+    it cannot be a source."""
     suffix = PurePosixPath(name).suffix.lower()
-    if suffix not in EXTENSIONS:
-        raise SourceRejected(f"“{name}” cannot be added: only {', '.join(sorted(EXTENSIONS))} files are read.")
+    if suffix not in UPLOAD_EXTENSIONS:
+        raise SourceRejected(f"“{name}” cannot be added: only {', '.join(sorted(UPLOAD_EXTENSIONS))} files are read.")
     if len(data) > max_bytes:
         raise SourceRejected(f"“{name}” is larger than {max_bytes:,} bytes (KNOWLEDGE_MAX_SOURCE_BYTES).")
+    if suffix == ".pdf":
+        raw = pdf_text(name=name, data=data)
+    else:
+        try:
+            if b"\x00" in data:
+                raise UnicodeError("NUL byte")
+            raw = data.decode("utf-8")
+        except UnicodeError:
+            raise SourceRejected(f"“{name}” is not readable text: it is a binary file or not encoded as UTF-8.") from None
+    doc = document(source_id=f"uploads/{name}", raw=raw, kind=UPLOAD_EXTENSIONS[suffix], fallback_title=PurePosixPath(name).stem)
+    return raw, with_text(doc, what=f"“{name}”")
+
+
+def pdf_text(*, name: str, data: bytes) -> str:
+    """The text of a PDF's pages, a blank line between pages ("" for a scan without a text layer)."""
+    from pypdf import PdfReader
+
     try:
-        if b"\x00" in data:
-            raise UnicodeError("NUL byte")
-        raw = data.decode("utf-8")
-    except UnicodeError:
-        raise SourceRejected(f"“{name}” is not readable text: it is a binary file or not encoded as UTF-8.") from None
-    doc = document(source_id=f"uploads/{name}", raw=raw, kind=EXTENSIONS[suffix], fallback_title=PurePosixPath(name).stem)
-    return with_text(doc, what=f"“{name}”")
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise SourceRejected(f"“{name}” is an encrypted PDF; upload a copy without a password.")
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+    except SourceRejected:
+        raise
+    except Exception:  # a malformed PDF can fail anywhere in the parser: it is this file's fault
+        raise SourceRejected(f"“{name}” could not be read as a PDF.") from None
+    return "\n\n".join(page for page in pages if page)
 
 
 def with_text(doc: SourceDocument, *, what: str) -> SourceDocument:

@@ -4,6 +4,7 @@ leaves the index (and the answers) at once; bad input is refused with a message,
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,6 +14,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from pypdf import PdfWriter
 
 from knowledge import selectors, services
 from knowledge.models import AddedSource, KnowledgeSource, RebuildJob
@@ -23,6 +25,34 @@ pytestmark = pytest.mark.django_db
 ADD_URL = "/admin/knowledge/addedsource/add/"
 LIST_URL = "/admin/knowledge/addedsource/"
 ZORBLAX = "# Zorblax tuning\n\nThe zorblax dial sets how fast the harbour crane turns.\n"
+
+
+def pdf(*lines: str) -> bytes:
+    """A one-page PDF whose text layer holds `lines` (none: a page without text, like a scan)."""
+    stream = "BT /F1 12 Tf 72 720 Td " + " ".join(f"({line}) Tj 0 -16 Td" for line in lines) + " ET"
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+        f"<< /Length {len(stream)} >>\nstream\n{stream}\nendstream",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n{body}\nendobj\n".encode()
+    table = "".join(f"{offset:010d} 00000 n \n" for offset in offsets)
+    trailer = f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{len(out)}\n%%EOF\n"
+    return out + f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n{table}{trailer}".encode()
+
+
+def encrypted_pdf() -> bytes:
+    writer = PdfWriter()
+    writer.add_blank_page(width=612, height=792)
+    writer.encrypt("secret", algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
 
 
 def wait_until(condition, *, timeout: float = 30.0, what: str = "condition"):
@@ -114,6 +144,16 @@ def test_an_uploaded_file_is_stored_in_the_database_and_indexed_by_a_rebuild(adm
     assert "configuration" in pages and f"/admin/knowledge/addedsource/{added.pk}/change/" in pages
 
 
+def test_an_uploaded_pdf_is_stored_as_its_text_and_indexed(admin_client, configured, inline_rebuilds):
+    html = page_of(upload(admin_client, "crane.pdf", pdf("Zorblax tuning", "The zorblax dial sets how fast the harbour crane turns.")))
+    added = AddedSource.objects.get()
+    assert "Added “crane.pdf” (uploaded file)." in html
+    assert added.content == "Zorblax tuning\nThe zorblax dial sets how fast the harbour crane turns."
+    page = KnowledgeSource.objects.get(source_id="uploads/crane.pdf")
+    assert page.origin == added and page.kind == "text" and "harbour crane" in page.content
+    assert "uploads/crane.pdf — " in selectors.current_index().text
+
+
 def test_a_folder_is_added_and_indexed(admin_client, configured, inline_rebuilds, tmp_path):
     folder = write_sources(tmp_path / "ops", {"backups.md": "# Backups\n\nNightly.\n", "restore.txt": "Restore from the newest.\n"})
     html = page_of(admin_client.post(ADD_URL, {"folder": str(folder)}, follow=True))
@@ -181,12 +221,26 @@ BIG = 50 * 1024 * 1024
         ("logo.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "“logo.md” is not readable text: it is a binary file or not encoded as UTF-8."),
         ("latin.txt", "Café au lait, crème brûlée.".encode("latin-1"), "“latin.txt” is not readable text"),
         ("huge.md", b"a" * BIG, "“huge.md” is larger than 2,000,000 bytes (KNOWLEDGE_MAX_SOURCE_BYTES)."),
-        ("setup.exe", b"MZ", "“setup.exe” cannot be added: only .htm, .html, .markdown, .md, .rst, .txt files are read."),
+        ("setup.exe", b"MZ", "“setup.exe” cannot be added: only .htm, .html, .markdown, .md, .pdf, .rst, .txt files are read."),
+        ("broken.pdf", b"%PDF-1.4\nnot really a PDF", "“broken.pdf” could not be read as a PDF."),
+        ("scan.pdf", pdf(), "“scan.pdf” has no text to index."),
+        ("secret.pdf", encrypted_pdf(), "“secret.pdf” is an encrypted PDF; upload a copy without a password."),
         ("blank.md", b"  \n\n ", "“blank.md” has no text to index."),
         ("empty.html", b"<html><body><nav>Home</nav><script>x()</script></body></html>", "“empty.html” has no text to index."),
         ("copy.md", b"# Intro\n\nClarion answers from its guide.\n", "has the same content as guide/intro.md, which is already a source."),
     ],
-    ids=["binary", "not-utf8", "50-MB", "extension", "blank", "html-without-text", "same-content"],
+    ids=[
+        "binary",
+        "not-utf8",
+        "50-MB",
+        "extension",
+        "broken-pdf",
+        "pdf-without-text",
+        "encrypted-pdf",
+        "blank",
+        "html-without-text",
+        "same-content",
+    ],
 )
 def test_a_bad_upload_is_refused_with_a_message_and_nothing_changes(admin_client, configured, inline_rebuilds, name, data, message):
     before = snapshot()
