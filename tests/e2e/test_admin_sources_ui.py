@@ -58,7 +58,8 @@ def test_upload_shows_the_rebuild_progress_and_the_source_indexed(start_server, 
 
         status = page.locator("#kb-rebuild-status")
         expect(status.locator("progress")).to_be_visible()
-        expect(status).to_contain_text(re.compile(r"1 of \d+ sources summarised"))
+        # A step is written at once or, when it follows the last write closely, by the next heartbeat.
+        expect(status).to_contain_text(re.compile(r"1 of \d+ sources summarised"), timeout=30_000)
         box = status.locator("progress").bounding_box()
         assert box is not None and box["x"] + box["width"] <= viewport[0]
         release.set()
