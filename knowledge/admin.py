@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from typing import cast
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponseRedirect
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
@@ -14,7 +18,8 @@ from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_POST
 
 from knowledge import prompts, selectors, services
-from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource, RebuildJob
+from knowledge.models import AdapterToken, AddedSource, AIConfig, KnowledgeIndex, KnowledgeSource, RebuildJob
+from knowledge.sources import SourceRejected
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -222,6 +227,7 @@ SOURCE_FIELDS = (
     "content_hash",
     "summary_hash",
     "last_summary_error",
+    "origin_text",
     "page_link",
     "created_at",
     "updated_at",
@@ -231,10 +237,11 @@ SOURCE_FIELDS = (
 
 @admin.register(KnowledgeSource)
 class KnowledgeSourceAdmin(ReadOnlyAdmin):
-    """Read-only: sources come from the configured folders and URLs through rebuild_kb_index."""
+    """Read-only: the indexed pages, written by rebuild_kb_index from the configured folders and
+    URLs and from the sources added in the admin (managed under "Added sources")."""
 
-    list_display = ["title", "source_id", "kind", "short_summary", "short_hash", "summary_state", "updated_at"]
-    list_filter = [SummaryStatusFilter, "kind"]
+    list_display = ["title", "source_id", "kind", "origin_text", "short_summary", "short_hash", "summary_state", "updated_at"]
+    list_filter = [SummaryStatusFilter, "kind", ("origin", admin.EmptyFieldListFilter)]
     search_fields = ["source_id", "title", "summary"]
     fields = readonly_fields = SOURCE_FIELDS
     actions = ["rebuild_index", "resummarise_and_rebuild"]
@@ -243,7 +250,13 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
         css = {"all": ["css/admin.css"]}
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("search_vector")
+        return super().get_queryset(request).defer("search_vector").select_related("origin")
+
+    @admin.display(description="from")
+    def origin_text(self, obj: KnowledgeSource) -> str:
+        if obj.origin is None:
+            return "configuration"
+        return format_html('<a href="{}">{}</a>', reverse("admin:knowledge_addedsource_change", args=[obj.origin.pk]), obj.origin)
 
     @admin.display(description="summary")
     def short_summary(self, obj: KnowledgeSource) -> str:
@@ -273,12 +286,13 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
         return _start_rebuild(request, force_source_ids=ids)
 
 
-def _start_rebuild(request: HttpRequest, *, force_source_ids: list[str] | None = None) -> HttpResponseRedirect:
-    """Queue a durable rebuild job, run it in a thread of this process, and show its progress."""
+def _start_rebuild(request: HttpRequest, *, force_source_ids: list[str] | None = None, waiting: str = "") -> HttpResponseRedirect:
+    """Queue a durable rebuild job, run it in a thread of this process, and show its progress.
+    `waiting`: what stays unindexed if another rebuild is running already."""
     try:
         job = services.request_rebuild(user=request.user, force_source_ids=force_source_ids or [], via="admin")
     except services.RebuildAlreadyRunning as exc:
-        messages.warning(request, f"{exc} Its progress is shown below; try again when it has finished.")
+        messages.warning(request, f"{exc} Its progress is shown below; {waiting or 'try again when it has finished.'}")
     else:
         services.run_rebuild_job_in_background(job_id=job.pk)
         what = (
@@ -377,6 +391,136 @@ def requested_by_text(job: RebuildJob) -> str:
     if job.requested_via == "command":
         return "manage.py rebuild_kb_index"
     return job.requested_by.get_username() if job.requested_by else "a deleted user"
+
+
+def acting_user(request: HttpRequest) -> User:
+    # Every admin view runs behind admin_view, which lets only logged-in staff through.
+    return cast(User, request.user)
+
+
+class AddSourceForm(forms.Form):
+    """One of three ways to add a source; the service checks the source itself."""
+
+    file = forms.FileField(
+        required=False,
+        label="Upload a file",
+        help_text="Markdown, plain text, reStructuredText or HTML encoded as UTF-8, or a PDF with a text layer.",
+    )
+    url = forms.CharField(
+        required=False, max_length=1000, label="Or a URL", help_text="An http(s) page; it is fetched again by every rebuild."
+    )
+    folder = forms.CharField(
+        required=False,
+        max_length=1000,
+        label="Or a folder on the server",
+        help_text="Read like KNOWLEDGE_SOURCE_DIRS (superusers only): every .md, .txt, .rst and .html file in it.",
+    )
+
+    def clean(self):
+        cleaned = super().clean()
+        given = [name for name in ("file", "url", "folder") if cleaned.get(name)]
+        if len(given) != 1:
+            raise forms.ValidationError("Give one of: a file, a URL or a folder.")
+        return cleaned
+
+
+@admin.register(AddedSource)
+class AddedSourceAdmin(admin.ModelAdmin):
+    """Sources added here: uploaded files, URLs and server folders. Those from the configuration
+    (KNOWLEDGE_SOURCE_DIRS/URLS) are listed above them and change only with the environment."""
+
+    list_display = ["location", "kind", "enabled", "page_count", "added_by", "created_at"]
+    list_filter = ["kind", "enabled"]
+    search_fields = ["location"]
+    fields = readonly_fields = ("kind", "location", "enabled", "page_count", "content_hash", "added_by", "created_at")
+    actions = ["disable_selected", "enable_selected", "delete_selected"]
+    change_list_template = "knowledge/admin_added_sources.html"
+
+    class Media:
+        css = {"all": ["css/admin.css"]}
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("content").select_related("added_by").annotate(page_total=Count("pages"))
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        # The list's enable/disable actions change sources; a source's own page is read-only.
+        return obj is None and super().has_change_permission(request)
+
+    @admin.display(description="indexed pages", ordering="page_total")
+    def page_count(self, obj: AddedSource) -> int:
+        return getattr(obj, "page_total", 0)
+
+    def changelist_view(self, request: HttpRequest, extra_context=None):
+        configured = [("folder", str(d)) for d in settings.KNOWLEDGE_SOURCE_DIRS] + [("URL", u) for u in settings.KNOWLEDGE_SOURCE_URLS]
+        return super().changelist_view(request, {**(extra_context or {}), "configured_sources": configured})
+
+    def add_view(self, request: HttpRequest, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = AddSourceForm(request.POST, request.FILES) if request.method == "POST" else AddSourceForm()
+        status = 200
+        if request.method == "POST" and form.is_valid():
+            try:
+                added = self._add(request, form.cleaned_data)
+            except SourceRejected as exc:
+                messages.error(request, exc.message)
+                status = exc.status
+            else:
+                messages.success(request, f"Added “{added.location}” ({added.get_kind_display().lower()}).")
+                return _start_rebuild(
+                    request, waiting="the new source is indexed by the next rebuild: start one when this one has finished."
+                )
+        elif request.method == "POST":
+            status = 422
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Add a knowledge source",
+            "opts": self.model._meta,
+            "form": form,
+            "max_bytes": settings.KNOWLEDGE_MAX_SOURCE_BYTES,
+        }
+        return TemplateResponse(request, "knowledge/admin_add_source.html", context, status=status)
+
+    @staticmethod
+    def _add(request: HttpRequest, data: dict) -> AddedSource:
+        if upload := data.get("file"):
+            if upload.size > settings.KNOWLEDGE_MAX_SOURCE_BYTES:  # not read into memory at all
+                raise SourceRejected(
+                    f"“{upload.name}” is larger than {settings.KNOWLEDGE_MAX_SOURCE_BYTES:,} bytes (KNOWLEDGE_MAX_SOURCE_BYTES)."
+                )
+            return services.add_uploaded_source(user=acting_user(request), name=upload.name, data=upload.read())
+        if data.get("url"):
+            return services.add_url_source(user=acting_user(request), url=data["url"])
+        return services.add_folder_source(user=acting_user(request), path=data["folder"])
+
+    @admin.action(description="Disable the selected sources (answers stop citing them at once)", permissions=["change"])
+    def disable_selected(self, request: HttpRequest, queryset) -> None:
+        count = services.set_added_sources_enabled(
+            user=acting_user(request), source_ids=list(queryset.values_list("pk", flat=True)), enabled=False
+        )
+        messages.success(request, f"Disabled {count} source{pluralize(count)}; the index no longer lists {'it' if count == 1 else 'them'}.")
+
+    @admin.action(description="Enable the selected sources and index them", permissions=["change"])
+    def enable_selected(self, request: HttpRequest, queryset) -> HttpResponseRedirect | None:
+        count = services.set_added_sources_enabled(
+            user=acting_user(request), source_ids=list(queryset.values_list("pk", flat=True)), enabled=True
+        )
+        if not count:
+            messages.info(request, "The selected sources were enabled already.")
+            return None
+        messages.success(request, f"Enabled {count} source{pluralize(count)}.")
+        return _start_rebuild(request, waiting="the enabled sources are indexed by the next rebuild: start one when this one has finished.")
+
+    def get_deleted_objects(self, objs, request: HttpRequest):
+        # The indexed pages go with their source; they are not edited on their own (read-only).
+        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, set(), protected
+
+    def delete_model(self, request: HttpRequest, obj: AddedSource) -> None:
+        services.remove_added_sources(user=acting_user(request), source_ids=[obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset) -> None:
+        services.remove_added_sources(user=acting_user(request), source_ids=list(queryset.values_list("pk", flat=True)))
 
 
 @admin.register(AdapterToken)

@@ -1,7 +1,9 @@
 """The knowledge base: sources, the index artifact built from their summaries, the AI policy row.
 
-Sources and the index are written only by `rebuild_kb_index`, in one transaction at the end of a
-build, so what answers read (index text, source rows) always belongs to one complete build.
+Sources and the index are written by `rebuild_kb_index`, in one transaction at the end of a
+build, so what answers read (index text, source rows) always belongs to one complete build. The
+one other writer is an admin disabling or removing an added source: its rows go and the index is
+republished without them in one transaction, so answers stop citing it at once.
 """
 
 from __future__ import annotations
@@ -37,6 +39,40 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class AddedSource(models.Model):
+    """A source an admin added in the admin: an uploaded file (its text stored here), a URL or a
+    folder on the server. The environment's KNOWLEDGE_SOURCE_DIRS/URLS are the other origin
+    ("from configuration"); both are read by every rebuild."""
+
+    class Kind(models.TextChoices):
+        UPLOAD = "upload", "Uploaded file"
+        URL = "url", "URL"
+        FOLDER = "folder", "Folder"
+
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The file's name (uploads), the URL, or the folder's absolute path: unique, so the same
+    # place cannot be added twice.
+    location = models.CharField(max_length=1000, unique=True)
+    # Uploads only: the text as uploaded (UTF-8 validated when added), or a PDF's extracted text.
+    content = models.TextField(blank=True)
+    # Uploads and URLs: the hash of the text when added, to refuse the same content twice.
+    content_hash = models.CharField(max_length=64, blank=True)
+    enabled = models.BooleanField(default=True, help_text="Disabled: left out of the index and of answers until enabled again.")
+    added_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "added source"
+
+    def __str__(self) -> str:
+        return self.location
+
+    @property
+    def upload_source_id(self) -> str:
+        return f"uploads/{self.location}"
+
+
 class KnowledgeSource(models.Model):
     class Kind(models.TextChoices):
         MARKDOWN = "markdown", "Markdown"
@@ -57,6 +93,8 @@ class KnowledgeSource(models.Model):
     # changed source's new summary keeps failing (the old one is served meanwhile).
     summary_hash = models.CharField(max_length=64, blank=True)
     last_summary_error = models.TextField(blank=True)
+    # The admin-added source this page comes from; empty for pages from the configuration.
+    origin = models.ForeignKey(AddedSource, null=True, blank=True, on_delete=models.CASCADE, related_name="pages")
     search_vector = models.GeneratedField(expression=source_search_vector(), output_field=SearchVectorField(), db_persist=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -6,6 +6,8 @@ Public entry points for other apps:
 - `summarize_for_kb_index(source_id=..., text=..., timeout_seconds=...) -> str`
 - `rebuild_kb_index(...) -> RebuildReport`
 - `request_rebuild(...) -> RebuildJob`, `run_rebuild_job(job_id=...)`: the durable rebuild job
+- `add_uploaded_source`, `add_url_source`, `add_folder_source`, `set_added_sources_enabled`,
+  `remove_added_sources`: sources managed in the admin
 """
 
 from __future__ import annotations
@@ -18,23 +20,41 @@ import secrets
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from pathlib import Path
-from typing import Awaitable, Callable, Iterable
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlsplit
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import IntegrityError, connections, transaction
 from django.utils import timezone
 
 from knowledge import links, locks, pipeline, selectors
 from knowledge.llm_calls import call_model, knowledge_client
-from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource, RebuildJob, SummaryDraft, index_line
+from knowledge.models import AdapterToken, AddedSource, AIConfig, KnowledgeIndex, KnowledgeSource, RebuildJob, SummaryDraft, index_line
 from knowledge.schemas import AIResult, Conversation, RequestContext
-from knowledge.sources import SourceDocument, SourceFailure, fetch_urls, read_folders
+from knowledge.sources import (
+    EXTENSIONS,
+    UPLOAD_EXTENSIONS,
+    SourceDocument,
+    SourceFailure,
+    SourceRejected,
+    document,
+    fetch_url,
+    fetch_urls,
+    read_folders,
+    read_upload,
+    unique_documents,
+    with_text,
+)
 from knowledge.text import clean_summary, extractive_summary, normalise_for_match, title_of, units
 from llm import ChatMessage, LLMClient
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger("clarion.knowledge")
 
@@ -267,14 +287,35 @@ def _warm_search_corpus() -> None:
 
 
 def _collect(source_dirs: list[Path] | None, source_urls: list[str] | None) -> tuple[list[SourceDocument], list[SourceFailure]]:
+    """The configured folders and URLs, then the enabled sources added in the admin."""
     dirs = settings.KNOWLEDGE_SOURCE_DIRS if source_dirs is None else source_dirs
     urls = settings.KNOWLEDGE_SOURCE_URLS if source_urls is None else source_urls
     base_dir = Path(settings.BASE_DIR)
-    documents, failures = read_folders([Path(d) for d in dirs], base_dir=base_dir, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES)
+    max_bytes = settings.KNOWLEDGE_MAX_SOURCE_BYTES
+    documents, failures = read_folders([Path(d) for d in dirs], base_dir=base_dir, max_bytes=max_bytes)
+    added = list(AddedSource.objects.filter(enabled=True).order_by("pk"))
+    added_urls = {a.location: a.pk for a in added if a.kind == AddedSource.Kind.URL}
     fetched, fetch_failures = fetch_urls(
-        urls, timeout=settings.KNOWLEDGE_URL_TIMEOUT_SECONDS, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES
+        [*urls, *added_urls], timeout=settings.KNOWLEDGE_URL_TIMEOUT_SECONDS, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES
     )
-    return documents + fetched, failures + fetch_failures
+    configured_urls = set(urls)
+    documents += [d if d.source_id in configured_urls else replace(d, origin=added_urls.get(d.source_id)) for d in fetched]
+    failures += fetch_failures
+    for source in added:
+        if source.kind == AddedSource.Kind.UPLOAD:
+            kind = UPLOAD_EXTENSIONS[PurePosixPath(source.location).suffix.lower()]
+            doc = document(
+                source_id=source.upload_source_id, raw=source.content, kind=kind, fallback_title=PurePosixPath(source.location).stem
+            )
+            documents.append(replace(doc, origin=source.pk))
+        elif source.kind == AddedSource.Kind.FOLDER:
+            if not Path(source.location).is_dir():
+                failures.append(SourceFailure(source.location, "the folder no longer exists on the server"))
+                continue
+            found, unreadable = read_folders([Path(source.location)], base_dir=base_dir, max_bytes=max_bytes)
+            documents += [replace(d, origin=source.pk) for d in found]
+            failures += unreadable
+    return unique_documents(documents), failures
 
 
 async def _summarise_all(
@@ -361,6 +402,10 @@ def _publish(
 ) -> None:
     now = timezone.now()
     with transaction.atomic():
+        # An added source disabled or removed while this build ran stays out: the lock waits for
+        # (or holds off) the admin's change, so its pages cannot come back.
+        live = set(AddedSource.objects.select_for_update().filter(enabled=True).values_list("pk", flat=True))
+        documents = [doc for doc in documents if doc.origin is None or doc.origin in live]
         creates: list[KnowledgeSource] = []
         updates: list[KnowledgeSource] = []
         for doc in documents:
@@ -378,13 +423,15 @@ def _publish(
                         summary=summary or "",
                         summary_hash=doc.content_hash if summary else "",
                         last_summary_error=error,
+                        origin_id=doc.origin,
                     )
                 )
                 continue
-            changed = row.content_hash != doc.content_hash or row.title != doc.title or row.kind != doc.kind
+            changed = row.content_hash != doc.content_hash or row.title != doc.title or row.kind != doc.kind or row.origin_id != doc.origin
             if not changed and summary is None and row.last_summary_error == error:
                 continue
             row.title, row.kind, row.content, row.content_hash = doc.title, doc.kind, doc.content, doc.content_hash
+            row.origin_id = doc.origin
             if summary is not None:
                 row.summary, row.summary_hash = summary, doc.content_hash
             # Otherwise the previous summary keeps the source findable until a new one succeeds.
@@ -399,7 +446,7 @@ def _publish(
         KnowledgeSource.objects.bulk_create(creates, batch_size=500)
         KnowledgeSource.objects.bulk_update(
             updates,
-            ["title", "kind", "content", "content_hash", "summary", "summary_hash", "last_summary_error", "updated_at"],
+            ["title", "kind", "content", "content_hash", "summary", "summary_hash", "last_summary_error", "origin", "updated_at"],
             batch_size=200,
         )
         present = {doc.source_id for doc in documents} | set(unreadable)
@@ -407,31 +454,37 @@ def _publish(
         if gone:
             KnowledgeSource.objects.filter(pk__in=gone).delete()
         report.removed = len(gone)
-
-        lines = [
-            index_line(source_id, summary, title=title)
-            for source_id, summary, title in KnowledgeSource.objects.exclude(summary="")
-            .order_by("source_id")
-            .values_list("source_id", "summary", "title")
-        ]
-        text = "\n".join(lines)
-        current = KnowledgeIndex.objects.select_for_update().filter(is_current=True).first()
-        if current is not None and current.text == text:
-            report.index, report.index_changed = current, False
-        else:
-            KnowledgeIndex.objects.filter(is_current=True).update(is_current=False)
-            report.index = KnowledgeIndex.objects.create(
-                text=text,
-                source_count=len(lines),
-                summarised_count=report.summarised,
-                failed_count=len(report.failures),
-                build_seconds=round(time.perf_counter() - started, 3),
-                is_current=True,
-            )
-            report.index_changed = True
-            stale = KnowledgeIndex.objects.order_by("-built_at", "-id").values_list("pk", flat=True)[KEEP_INDEX_BUILDS:]
-            KnowledgeIndex.objects.filter(pk__in=list(stale)).delete()
+        report.index, report.index_changed = _publish_index(
+            summarised=report.summarised, failed=len(report.failures), seconds=time.perf_counter() - started
+        )
         SummaryDraft.objects.all().delete()  # published (or superseded) now
+
+
+def _publish_index(*, summarised: int, failed: int, seconds: float) -> tuple[KnowledgeIndex, bool]:
+    """A new current index listing the source rows as they are now (in the caller's transaction),
+    unless its text would not change. Returns it and whether it is new."""
+    lines = [
+        index_line(source_id, summary, title=title)
+        for source_id, summary, title in KnowledgeSource.objects.exclude(summary="")
+        .order_by("source_id")
+        .values_list("source_id", "summary", "title")
+    ]
+    text = "\n".join(lines)
+    current = KnowledgeIndex.objects.select_for_update().filter(is_current=True).first()
+    if current is not None and current.text == text:
+        return current, False
+    KnowledgeIndex.objects.filter(is_current=True).update(is_current=False)
+    index = KnowledgeIndex.objects.create(
+        text=text,
+        source_count=len(lines),
+        summarised_count=summarised,
+        failed_count=failed,
+        build_seconds=round(seconds, 3),
+        is_current=True,
+    )
+    stale = KnowledgeIndex.objects.order_by("-built_at", "-id").values_list("pk", flat=True)[KEEP_INDEX_BUILDS:]
+    KnowledgeIndex.objects.filter(pk__in=list(stale)).delete()
+    return index, True
 
 
 # ---------------------------------------------------------------------------- rebuild jobs
@@ -612,6 +665,125 @@ def run_rebuild_job_in_background(*, job_id: int) -> threading.Thread:
     thread = threading.Thread(target=run, name=f"kb-rebuild-{job_id}", daemon=True)
     thread.start()
     return thread
+
+
+# ---------------------------------------------------------------------------- sources added in the admin
+#
+# Adding checks the source now (readable, not too large, has text, not already a source) and
+# stores it; the caller then queues a rebuild, which indexes only what is new. Disabling or
+# removing withdraws the source's pages and republishes the index in one transaction, so answers
+# stop citing it at once, without waiting for a rebuild.
+
+MAX_UPLOAD_NAME = 200
+
+
+def add_uploaded_source(*, user: User, name: str, data: bytes) -> AddedSource:
+    """Raises SourceRejected (nothing written) for a file that cannot be a source."""
+    name = PurePosixPath(name.replace("\\", "/")).name.strip()
+    if not name or len(name) > MAX_UPLOAD_NAME:
+        raise SourceRejected(f"The file needs a name of at most {MAX_UPLOAD_NAME} characters.")
+    text, doc = read_upload(name=name, data=data, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES)
+    return _add(
+        user=user, kind=AddedSource.Kind.UPLOAD, location=name, what=f"A file named “{name}”",
+        source_id=doc.source_id, content=text, content_hash=doc.content_hash,
+    )  # fmt: skip
+
+
+def add_url_source(*, user: User, url: str) -> AddedSource:
+    """Fetches the URL now; raises SourceRejected (nothing written) when it cannot be a source."""
+    url = url.strip()
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise SourceRejected(f"“{url}” is not an http(s) URL.")
+    if url in settings.KNOWLEDGE_SOURCE_URLS:
+        raise SourceRejected(f"The URL {url} is already a source, from the configuration (KNOWLEDGE_SOURCE_URLS).")
+    timeout = settings.KNOWLEDGE_URL_TIMEOUT_SECONDS
+    try:
+        doc = fetch_url(url, timeout=timeout, max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES)
+    except HTTPError as exc:
+        raise SourceRejected(f"The URL {url} answered HTTP {exc.code} ({exc.reason}).") from None
+    except (TimeoutError, socket.timeout):
+        raise SourceRejected(f"The URL {url} did not answer within {timeout:g} s (KNOWLEDGE_URL_TIMEOUT_SECONDS).") from None
+    except URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            raise SourceRejected(f"The URL {url} did not answer within {timeout:g} s (KNOWLEDGE_URL_TIMEOUT_SECONDS).") from None
+        raise SourceRejected(f"The URL {url} could not be reached: {exc.reason}.") from None
+    except (OSError, ValueError) as exc:
+        raise SourceRejected(f"The URL {url} cannot be used: {exc}.") from None
+    with_text(doc, what=f"The page at {url}")
+    return _add(user=user, kind=AddedSource.Kind.URL, location=url, what=f"The URL {url}", source_id=url, content_hash=doc.content_hash)
+
+
+def add_folder_source(*, user: User, path: str) -> AddedSource:
+    """A folder on the server, read like KNOWLEDGE_SOURCE_DIRS; superusers only, since it exposes
+    the server's files to everyone who asks. Raises SourceRejected (nothing written)."""
+    if not user.is_superuser:
+        raise SourceRejected("Only a superuser can add a folder of the server.")
+    folder = Path(path.strip()).expanduser()
+    if not path.strip():
+        raise SourceRejected("Give the folder's path.")
+    if not folder.is_absolute():
+        folder = Path(settings.BASE_DIR) / folder
+    folder = folder.resolve()
+    if not folder.is_dir():
+        raise SourceRejected(f"{folder} is not a folder on the server.")
+    if folder in {Path(d).resolve() for d in settings.KNOWLEDGE_SOURCE_DIRS}:
+        raise SourceRejected(f"{folder} is already a source, from the configuration (KNOWLEDGE_SOURCE_DIRS).")
+    documents, _ = read_folders([folder], base_dir=Path(settings.BASE_DIR), max_bytes=settings.KNOWLEDGE_MAX_SOURCE_BYTES)
+    if not documents:
+        raise SourceRejected(f"{folder} has no readable {', '.join(sorted(EXTENSIONS))} files.")
+    return _add(user=user, kind=AddedSource.Kind.FOLDER, location=str(folder), what=str(folder))
+
+
+def _add(*, user: User, kind: str, location: str, what: str, source_id: str = "", content: str = "", content_hash: str = "") -> AddedSource:
+    with transaction.atomic():
+        if AddedSource.objects.filter(location=location).exists() or (
+            source_id and KnowledgeSource.objects.filter(source_id=source_id).exists()
+        ):
+            raise SourceRejected(f"{what} is already a source.")
+        if content_hash:
+            same = (
+                KnowledgeSource.objects.filter(content_hash=content_hash).values_list("source_id", flat=True).first()
+                or AddedSource.objects.filter(content_hash=content_hash).values_list("location", flat=True).first()
+            )
+            if same:
+                raise SourceRejected(f"{what} has the same content as {same}, which is already a source.")
+        try:
+            with transaction.atomic():
+                added = AddedSource.objects.create(kind=kind, location=location, content=content, content_hash=content_hash, added_by=user)
+        except IntegrityError:  # added at the same moment by someone else
+            raise SourceRejected(f"{what} is already a source.") from None
+    log.info("kb: %s added %s source %s", user.get_username(), kind, location)
+    return added
+
+
+def set_added_sources_enabled(*, user: User, source_ids: list[int], enabled: bool) -> int:
+    """Enable or disable added sources; a disabled one's pages leave the index at once (enabling
+    needs a rebuild to index them again). Returns how many changed."""
+    with transaction.atomic():
+        changing = list(AddedSource.objects.select_for_update().filter(pk__in=source_ids, enabled=not enabled).values_list("pk", flat=True))
+        AddedSource.objects.filter(pk__in=changing).update(enabled=enabled)
+        if not enabled:
+            _withdraw_pages(origin_ids=changing)
+    log.info("kb: %s %s added sources %s", user.get_username(), "enabled" if enabled else "disabled", changing)
+    return len(changing)
+
+
+def remove_added_sources(*, user: User, source_ids: list[int]) -> int:
+    """Delete added sources and their pages; the index is republished without them at once."""
+    with transaction.atomic():
+        removing = list(AddedSource.objects.select_for_update().filter(pk__in=source_ids).values_list("pk", flat=True))
+        _withdraw_pages(origin_ids=removing)
+        AddedSource.objects.filter(pk__in=removing).delete()
+    log.info("kb: %s removed added sources %s", user.get_username(), removing)
+    return len(removing)
+
+
+def _withdraw_pages(*, origin_ids: list[int]) -> None:
+    started = time.perf_counter()
+    deleted, _ = KnowledgeSource.objects.filter(origin_id__in=origin_ids).delete()
+    if deleted:
+        _publish_index(summarised=0, failed=0, seconds=time.perf_counter() - started)
 
 
 # ---------------------------------------------------------------------------- adapter tokens

@@ -1,8 +1,9 @@
-"""Reading the configured folders and URLs into source documents. No database access."""
+"""Reading folders, URLs and uploaded files into source documents. No database access."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import io
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from urllib.parse import urlsplit
 
 from knowledge.models import KnowledgeSource, content_hash
 from knowledge.text import html_to_text, title_of
+from project.errors import Rejected
 
 EXTENSIONS = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "rst", ".html": "html", ".htm": "html"}
 USER_AGENT = "Clarion-knowledge-base/0.1 (+rebuild_kb_index)"
@@ -20,6 +22,10 @@ class SourceFolderMissing(Exception):
     """A configured folder does not exist: a configuration error, so the whole rebuild stops."""
 
 
+class SourceRejected(Rejected):
+    """A source an admin tried to add that cannot be used; nothing was written."""
+
+
 @dataclass(frozen=True)
 class SourceDocument:
     source_id: str
@@ -27,6 +33,7 @@ class SourceDocument:
     kind: str
     content: str
     content_hash: str
+    origin: int | None = None  # the AddedSource it comes from; None: from the configuration
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,53 @@ def document(*, source_id: str, raw: str, kind: str, fallback_title: str) -> Sou
     text = text.strip() + "\n"
     title = title or title_of(text, kind=kind, fallback=fallback_title)
     return SourceDocument(source_id=source_id, title=title[:300], kind=kind, content=text, content_hash=content_hash(text))
+
+
+# Uploads only: a PDF's text is extracted once, when it is added, and stored as plain text.
+UPLOAD_EXTENSIONS = {**EXTENSIONS, ".pdf": "text"}
+
+
+def read_upload(*, name: str, data: bytes, max_bytes: int) -> tuple[str, SourceDocument]:
+    """An uploaded file's text to store and its source document, or SourceRejected saying why
+    it cannot be a source."""
+    suffix = PurePosixPath(name).suffix.lower()
+    if suffix not in UPLOAD_EXTENSIONS:
+        raise SourceRejected(f"“{name}” cannot be added: only {', '.join(sorted(UPLOAD_EXTENSIONS))} files are read.")
+    if len(data) > max_bytes:
+        raise SourceRejected(f"“{name}” is larger than {max_bytes:,} bytes (KNOWLEDGE_MAX_SOURCE_BYTES).")
+    if suffix == ".pdf":
+        raw = pdf_text(name=name, data=data)
+    else:
+        try:
+            if b"\x00" in data:
+                raise UnicodeError("NUL byte")
+            raw = data.decode("utf-8")
+        except UnicodeError:
+            raise SourceRejected(f"“{name}” is not readable text: it is a binary file or not encoded as UTF-8.") from None
+    doc = document(source_id=f"uploads/{name}", raw=raw, kind=UPLOAD_EXTENSIONS[suffix], fallback_title=PurePosixPath(name).stem)
+    return raw, with_text(doc, what=f"“{name}”")
+
+
+def pdf_text(*, name: str, data: bytes) -> str:
+    """The text of a PDF's pages, a blank line between pages ("" for a scan without a text layer)."""
+    from pypdf import PdfReader
+
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise SourceRejected(f"“{name}” is an encrypted PDF; upload a copy without a password.")
+        pages = [(page.extract_text() or "").strip() for page in reader.pages]
+    except SourceRejected:
+        raise
+    except Exception:  # a malformed PDF can fail anywhere in the parser: it is this file's fault
+        raise SourceRejected(f"“{name}” could not be read as a PDF.") from None
+    return "\n\n".join(page for page in pages if page)
+
+
+def with_text(doc: SourceDocument, *, what: str) -> SourceDocument:
+    if not doc.content.strip():
+        raise SourceRejected(f"{what} has no text to index.")
+    return doc
 
 
 def read_folders(dirs: list[Path], *, base_dir: Path, max_bytes: int) -> tuple[list[SourceDocument], list[SourceFailure]]:
@@ -64,7 +118,7 @@ def read_folders(dirs: list[Path], *, base_dir: Path, max_bytes: int) -> tuple[l
                 failures.append(SourceFailure(source_id, f"could not read the file: {exc}"))
                 continue
             documents.append(document(source_id=source_id, raw=raw, kind=EXTENSIONS[path.suffix.lower()], fallback_title=path.stem))
-    return _unique(documents), failures
+    return unique_documents(documents), failures
 
 
 def _relative_id(path: Path, folder: Path, base_dir: Path) -> str:
@@ -76,7 +130,7 @@ def _relative_id(path: Path, folder: Path, base_dir: Path) -> str:
         return PurePosixPath(folder.resolve().name, *path.relative_to(folder).parts).as_posix()
 
 
-def _unique(documents: list[SourceDocument]) -> list[SourceDocument]:
+def unique_documents(documents: list[SourceDocument]) -> list[SourceDocument]:
     # Overlapping folders list a file twice; the first wins.
     seen: dict[str, SourceDocument] = {}
     for doc in documents:

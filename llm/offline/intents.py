@@ -95,14 +95,37 @@ _CONCEPT = re.compile(
     re.IGNORECASE,
 )
 _MY_WORKSPACE = re.compile(r"\b(?:my|our)\s+(?:\w+\s+)?(?:tasks?|notes?|projects?|to-?dos?|plate)\b", re.IGNORECASE)
+# Questions about how Clarion behaves belong to the user guide even when they use a status word
+# or name tasks: in "what happens to what I type while a question is pending?" the pending thing
+# is a question card, and "what happens to my tasks when I delete a project?" asks for a rule.
+_BEHAVIOUR = re.compile(
+    r"^(?:(?:so|and|but|ok|okay),?\s+)?(?:what\s+(?:happens|happened|will happen|would happen)\b|what if\b"
+    r"|how\s+(?:long|soon|often)\b(?!\s+ago\b)|how much time\b"
+    r"|why\s+(?:does|did|do|is|are|was|were|can't|won't|doesn't|didn't|isn't|wasn't)\b|when\s+(?:does|do|will)\b"
+    r"|is there (?:a|an|any)\s+(?:way|limit|setting|shortcut|option|timeout|maximum)\b)",
+    re.IGNORECASE,
+)
+# Clarion's own vocabulary: a question in these words is about the product, unless it also names
+# the workspace's tasks, notes or projects ("which notes mention the admin?").
+_PRODUCT = re.compile(
+    r"\b(?:clarion|the assistant|questions?|cards?|countdown|timer|deadlines?|default option|chat box|composer|what i type"
+    r"|typing|shortcuts?|keyboard|knowledge base|citations?|sources?|user guide|offline engine|api key|adapters?|admin"
+    r"|prompts?|settings?|confirmations?|environment variables?)\b",
+    re.IGNORECASE,
+)
+_WORKSPACE_NOUN = re.compile(r"\b(?:tasks?|notes?|projects?|to-?dos?|on my plate)\b", re.IGNORECASE)
 
 
 def is_knowledge_question(text: str) -> bool:
-    """A how-to or conceptual question, for the knowledge base rather than the workspace."""
+    """A how-to, conceptual or how-does-Clarion-behave question, for the knowledge base rather
+    than the workspace."""
     raw = text.strip()
-    if _HOW_TO.search(raw):
+    if _HOW_TO.search(raw) or _BEHAVIOUR.search(raw):
         return True
-    return bool(_CONCEPT.search(raw)) and not _MY_WORKSPACE.search(raw)
+    if _CONCEPT.search(raw) and not _MY_WORKSPACE.search(raw):
+        return True
+    is_question = bool(_QUESTION.match(raw)) or raw.endswith("?")
+    return is_question and bool(_PRODUCT.search(raw)) and not _WORKSPACE_NOUN.search(raw)
 
 
 def parse(text: str) -> Intent:
@@ -116,8 +139,9 @@ def parse(text: str) -> Intent:
         return write
 
     mentions_notes = bool(re.search(r"\bnotes?\b", lower))
-    mentions_tasks = bool(re.search(r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\bwork(ing)? on\b", lower))
+    mentions_tasks = bool(re.search(r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\bwork(ing)? on\b|\b(?:over)?due\b", lower))
     mentions_projects = bool(re.search(r"\bprojects?\b", lower))
+    owns_projects = mentions_projects and bool(re.search(r"\b(?:my|i have|i've got|we have)\b", lower))
     status = _status(lower)
     project_name = _project_name(raw)
     search = _search_term(raw, project_name)
@@ -128,7 +152,7 @@ def parse(text: str) -> Intent:
         return Intent("notes", search=search, project_name=project_name)
     if mentions_tasks or status != "all":
         return Intent("tasks", status=status, search=search, project_name=project_name)
-    if mentions_projects and not _QUESTION.match(raw):
+    if mentions_projects and (owns_projects or not _QUESTION.match(raw)):
         return Intent("projects")
     if _QUESTION.match(raw) or raw.endswith("?"):
         # Not about the workspace, but a question: the knowledge base may answer it.

@@ -58,3 +58,35 @@ async def test_running_clarion_with_ollama_cites_the_ollama_section(alice, user_
     assert "11434" in reply.content and "[1]" in reply.content
     citation = reply.metadata["citations"][0]
     assert citation["source_id"] == "docs/user-guide/connecting-your-own-model.md"
+
+
+@pytest.mark.parametrize(
+    "text, source",
+    [
+        ("How do I answer several questions at once?", "answering-questions.md"),
+        ("How long do I have to answer a question?", "question-deadlines.md"),
+        ("What happens to what I type while a question is pending?", "typing-while-a-question-waits.md"),
+    ],
+)
+async def test_questions_about_questions_are_answered_from_the_guide_in_the_chat(alice, user_guide, text, source):
+    reply = await ask(alice, text)
+    assert "[1]" in reply.content and reply.metadata["citations"][0]["source_id"] == f"docs/user-guide/{source}"
+    assert await tools_used(reply) == ["search_knowledge_base"]
+
+
+@pytest.mark.parametrize("text", ["what's pending?", "show my tasks", "what's due this week?", "anything pending in Harbor?"])
+async def test_workspace_requests_in_the_chat_never_quote_the_guide(alice, user_guide, text):
+    from workspace.demo_content import seed_demo_workspace
+
+    await database_sync_to_async(seed_demo_workspace)(user=alice)
+    reply = await ask(alice, text)
+    assert "citations" not in reply.metadata and "[1]" not in reply.content
+    assert "search_knowledge_base" not in await tools_used(reply) and "query_tasks" in await tools_used(reply)
+
+
+async def tools_used(reply) -> list[str]:
+    def names():
+        messages = services.Message.objects.filter(conversation_id=reply.conversation_id, role="tool").order_by("id")
+        return list(messages.values_list("tool_name", flat=True))
+
+    return await database_sync_to_async(names)()

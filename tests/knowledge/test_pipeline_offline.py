@@ -38,7 +38,7 @@ def test_how_do_i_connect_my_own_model_is_answered_from_the_shipped_docs_with_a_
 @pytest.mark.parametrize(
     "question, source_id",
     [
-        ("How do I rebuild the knowledge index?", "docs/user-guide/knowledge-base.md"),
+        ("How do I rebuild the knowledge index?", "docs/user-guide/managing-sources.md"),
         ("what does 1a 2b mean?", "docs/user-guide/answering-questions.md"),
         ("What port does Ollama use?", CONNECTING),
         ("how do I tune the prompts?", "docs/user-guide/tuning-prompts-in-the-admin.md"),

@@ -37,3 +37,86 @@ def test_knowledge_questions_are_routed_to_the_knowledge_base(text):
 )
 def test_workspace_requests_stay_with_the_workspace(text, expected):
     assert parse(text) == expected
+
+
+# Questions about how Clarion behaves, phrased as people ask them: several use a status word
+# ("pending"), count ("how many") or name tasks, and still ask for the user guide.
+ABOUT_CLARION = [
+    "What happens to what I type while a question is pending?",
+    "How long do I have to answer a question?",
+    "How do I answer several questions at once?",
+    "what happens when a question times out?",
+    "What happens if I don't answer the card?",
+    "Does typing in the chat box answer the pending question?",
+    "Can I keep chatting while a question is waiting?",
+    "why did my card get cancelled?",
+    "What does 'Cancelled — you sent a new message' mean?",
+    "Is there a keyboard shortcut to pick an option?",
+    "When does the default option apply?",
+    "why is there no default on this question?",
+    "What is the confidence threshold for defaults?",
+    "does the countdown stop while I'm typing?",
+    "How long can the countdown be paused?",
+    "what happens to pending questions when I send a new message?",
+    "Which setting controls the question timeout?",
+    "Where do I change how long questions stay open?",
+    "Can I undo a change the assistant applied?",
+    "What happens if a confirmation times out?",
+    "does Clarion work without an API key?",
+    "What is the offline engine?",
+    "How does Clarion cite its sources?",
+    "Where does the assistant get its answers about Clarion?",
+    "how do I add a document to the knowledge base?",
+    "Can I upload a PDF to the knowledge base?",
+    "What happens to answers when I disable a source?",
+    "Is there a limit on how long a message can be?",
+    "What does the skip command do?",
+    "How many questions can be pending at once?",
+    "How do I keep my tasks private from other users?",
+    "what happens to my tasks when I delete a project?",
+]
+
+# Requests about the workspace, several with a word the user guide also uses ("pending", "admin",
+# "API"): they list, count or search the workspace and never quote documentation.
+ABOUT_THE_WORKSPACE = [
+    ("what's pending?", "tasks"),
+    ("show my tasks", "tasks"),
+    ("what's left to do?", "tasks"),
+    ("what am I working on?", "tasks"),
+    ("what's in progress?", "tasks"),
+    ("show my tasks in Atlas", "tasks"),
+    ("list my open tasks", "tasks"),
+    ("which tasks are done?", "tasks"),
+    ("what's on my plate?", "tasks"),
+    ("anything pending in Harbor?", "tasks"),
+    ("what tasks are still pending?", "tasks"),
+    ("what's due this week?", "tasks"),
+    ("show me the pending tasks", "tasks"),
+    ("what is pending in the Atlas project?", "tasks"),
+    ("what do I still have to do?", "tasks"),
+    ("what have I finished?", "tasks"),
+    ("find notes about the launch", "notes"),
+    ("show my notes", "notes"),
+    ("which notes mention the admin?", "notes"),
+    ("how many tasks did I complete?", "count_tasks"),
+    ("how many tasks are pending?", "count_tasks"),
+    ("list my projects", "projects"),
+    ("what projects do I have?", "projects"),
+    ("do I have any tasks about the API?", "tasks"),
+    ("my to-dos", "tasks"),
+    ("pending tasks", "tasks"),
+]
+
+
+@pytest.mark.parametrize("text", ABOUT_CLARION)
+def test_questions_about_clarion_itself_go_to_the_knowledge_base(text):
+    assert parse(text) == Intent("knowledge", search=text)
+
+
+@pytest.mark.parametrize("text, kind", ABOUT_THE_WORKSPACE)
+def test_workspace_requests_never_go_to_the_knowledge_base(text, kind):
+    assert parse(text).kind == kind
+
+
+def test_both_lists_are_long_enough_to_mean_something():
+    assert len(ABOUT_CLARION) >= 20 and len(ABOUT_THE_WORKSPACE) >= 20

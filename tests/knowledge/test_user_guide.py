@@ -1,0 +1,211 @@
+"""The user guide stays true: what its pages name (settings and their defaults, commands, labels on
+screen, limits, the chat-box rules) is checked against the code, and every question a page asks
+in a heading is answered from that very page by the offline engine. A change to Clarion that
+makes a page stale fails here; see also the frozen question set bench/kb_sets/clarion_guide.yaml."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import get_commands, load_command_class
+from django.test import Client
+
+from knowledge import selectors, services
+from knowledge.models import AIConfig
+from llm.offline.intents import parse
+from questions import shorthand
+from tests.knowledge.conftest import ask
+
+ROOT = Path(__file__).resolve().parents[2]
+GUIDE = ROOT / "docs" / "user-guide"
+PAGES = {path.name: path.read_text() for path in sorted(GUIDE.glob("*.md"))}
+SETTINGS_SOURCE = (ROOT / "project" / "settings.py").read_text()
+
+
+def section(page: str, heading: str) -> str:
+    text = PAGES[page]
+    start = text.index(f"## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end > 0 else None]
+
+
+# ---------------------------------------------------------------------------- settings and commands
+
+
+def settings_defaults() -> dict[str, object]:
+    """Each environment variable settings.py reads, with its default as written there."""
+    found = {}
+    for name, expr in re.findall(r'env(?:\.\w+)?\(\s*"([A-Z0-9_]+)"\s*,\s*default=([^\n]+?)\)\s*$', SETTINGS_SOURCE, re.MULTILINE):
+        try:
+            found[name] = eval(expr, {"__builtins__": {}})  # our own settings' literals and arithmetic
+        except Exception:
+            found[name] = None  # computed from other settings: its existence is still checked
+    for name in re.findall(r'env(?:\.\w+)?\(\s*"([A-Z0-9_]+)"', SETTINGS_SOURCE):
+        found.setdefault(name, None)
+    return found
+
+
+def test_every_variable_the_guide_names_is_read_by_clarion_with_the_default_it_states():
+    python = " ".join(path.read_text() for path in ROOT.glob("*/*.py"))
+    known = settings_defaults()
+    known.update({name: None for name in re.findall(r'"([A-Z][A-Z0-9_]{3,})"', python) if name not in known})
+    named = {name for text in PAGES.values() for name in re.findall(r"`([A-Z][A-Z0-9_]{3,})`", text)}
+    assert named - set(known) == set(), "the guide names variables Clarion does not read"
+    checked = 0
+    for page, text in PAGES.items():
+        for name, stated in re.findall(r"`([A-Z][A-Z0-9_]{3,})` \(default `([^`]*)`", text):
+            default = known[name]
+            if default is None:
+                continue
+            if isinstance(default, bool):
+                shown = str(default).lower()
+            elif isinstance(default, list):
+                shown = ",".join(default)
+            elif isinstance(default, float) and default.is_integer():
+                shown = str(int(default))
+            else:
+                shown = str(default)
+            assert stated == shown, f"{page}: {name} defaults to {shown}, the guide says {stated}"
+            checked += 1
+    assert checked >= 25
+
+
+def test_every_command_and_option_the_guide_names_exists():
+    commands = get_commands()
+    for page, text in PAGES.items():
+        for name, options in re.findall(r"manage\.py ([a-z_]+)((?: --[a-z-]+)*)", text):
+            assert name in commands, f"{page}: manage.py {name}"
+            usage = load_command_class(commands[name], name).create_parser("manage.py", name).format_help()
+            for option in options.split():
+                assert re.search(rf"(?<![\w-]){option}\b", usage), f"{page}: manage.py {name} {option}"
+
+
+def test_links_between_pages_resolve():
+    for page, text in PAGES.items():
+        for target in re.findall(r"\]\(([a-z0-9-]+\.md)\)", text):
+            assert target in PAGES, f"{page} links to {target}"
+
+
+# ---------------------------------------------------------------------------- what people see
+
+
+@pytest.mark.django_db
+def test_every_label_the_guide_shows_in_bold_is_on_screen(settings):
+    """Bold text in the guide names something on screen: a button, a page, a field, an action."""
+    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-xxxxxxxx")
+    client = Client()
+    client.force_login(user)
+    config = selectors.get_ai_config()
+    services.add_uploaded_source(user=user, name="notes.md", data=b"# Notes\n\nSomething to list.\n")  # actions show on a non-empty list
+    admin_pages = [
+        "/admin/",
+        f"/admin/knowledge/aiconfig/{config.pk}/change/",
+        "/admin/knowledge/knowledgeindex/",
+        "/admin/knowledge/knowledgesource/",
+        "/admin/knowledge/addedsource/",
+        "/admin/knowledge/addedsource/add/",
+    ]
+    rendered = " ".join(client.get(url).content.decode() for url in admin_pages)
+    sources = [*ROOT.glob("templates/**/*.html"), *ROOT.glob("static/js/*.js"), *ROOT.glob("*/*.py")]
+    on_screen = (rendered + " ".join(path.read_text() for path in sources)).casefold()
+    labels = {label for text in PAGES.values() for label in re.findall(r"\*\*([^*]+)\*\*", text)}
+    assert len(labels) >= 40
+    missing = sorted(label for label in labels if label.replace("…", "").strip().casefold() not in on_screen)
+    assert missing == [], missing
+
+
+QUOTED_ON_SCREEN = [
+    ("typing-while-a-question-waits.md", "Cancelled — you sent a new message", "templates/questions/_card_cancelled.html"),
+    ("question-deadlines.md", "Paused while you type", "templates/questions/_card_pending.html"),
+    ("question-deadlines.md", "No default — nothing is chosen when time runs out", "templates/questions/_card_pending.html"),
+    ("question-deadlines.md", "Nothing is applied if time runs out", "templates/questions/_card_pending.html"),
+    ("question-deadlines.md", "timed out, default applied", "templates/questions/_card_timed_out.html"),
+    ("question-deadlines.md", "Timed out — ", "templates/questions/_card_timed_out.html"),
+    ("confirming-changes.md", "Cancelled — nothing changed", "templates/questions/_card_answered.html"),
+    ("confirming-changes.md", "Applied — ", "templates/questions/_card_answered.html"),
+    ("confirming-changes.md", "nothing is written until you apply", "templates/questions/_group.html"),
+    ("answering-questions.md", "Or type your own answer…", "templates/questions/_card_pending.html"),
+]
+
+
+@pytest.mark.parametrize("page, phrase, template", QUOTED_ON_SCREEN)
+def test_what_the_guide_quotes_from_the_screen_is_there(page, phrase, template):
+    assert phrase in PAGES[page]
+    assert phrase in (ROOT / template).read_text()
+
+
+def test_the_limits_the_guide_states_are_the_codes():
+    deadlines = section("question-deadlines.md", "How long do I have to answer a question?")
+    field = {f.name: f.default for f in AIConfig._meta.get_fields() if hasattr(f, "default")}
+    low, medium, high = (int(field[f"question_timeout_{c}_seconds"]) for c in ("low", "medium", "high"))
+    assert f"{low}, {medium} or {high} seconds" in deadlines and f"{int(field['ask_timeout_seconds'])} seconds" in deadlines
+    pause = section("question-deadlines.md", "Does the countdown stop while I type?")
+    idle_ms = int(re.search(r"IDLE_RESUME_MS = (\d+)", (ROOT / "static/js/clarion.js").read_text())[1])
+    assert f"after {idle_ms // 1000} seconds without typing" in pause
+    defaults = settings_defaults()
+    assert f"at most {int(defaults['QUESTION_PAUSE_CAP_SECONDS'])} seconds" in pause
+    assert f"({int(defaults['QUESTION_DEFAULT_MIN_CONFIDENCE'] * 100)} %" in PAGES["question-deadlines.md"]
+    assert f"at most {defaults['QUESTIONS_MAX_PENDING_PER_USER']} unanswered" in PAGES["question-deadlines.md"]
+    words = {6: "six"}[shorthand.SHORT_REPLY_WORDS]
+    assert f"at most {words} words" in PAGES["typing-while-a-question-waits.md"]
+
+
+# ---------------------------------------------------------------------------- the chat-box rules
+
+CARD = dict(option_labels=["Harbor", "Atlas", "Both"], allow_custom=True)
+
+
+def inline_examples(text: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", text) + re.findall(r"\"([^\"]+)\"", text)
+
+
+def test_what_the_guide_says_answers_a_card_does_and_the_rest_is_a_new_message():
+    rules = section("typing-while-a-question-waits.md", "What happens to what I type while a question is pending?")
+    answers_part, _, _ = rules.partition("Text you send from the chat box")
+    answers = [example for line in rules.splitlines() if line.startswith("- ") for example in inline_examples(line)]
+    assert {"b", "1a 2b", "2ac", "skip", "s", "2", "Harbor", "the old ones", "only Atlas"} <= set(answers)
+    for example in answers:
+        assert shorthand.answers_the_card(example, **CARD), example
+    new_messages = inline_examples(answers_part)
+    assert {"clean up my tasks", "what's due this week?"} <= set(new_messages)
+    for example in new_messages:
+        assert not shorthand.answers_the_card(example, **CARD), example
+
+
+def test_the_shorthand_examples_and_errors_are_the_parsers():
+    text = section("answering-questions.md", "How do I answer several questions at once?")
+    slots = [shorthand.Slot(position=1, option_count=3, multi_select=False, pending=True)]
+    slots.append(shorthand.Slot(position=2, option_count=3, multi_select=True, pending=True))
+    for example in re.findall(r"^- `([^`]+)`", text, re.MULTILINE):
+        assert shorthand.looks_like_shorthand(example), example
+    assert shorthand.parse("1a 2b", slots).answers == (shorthand.ShorthandAnswer(1, (0,)), shorthand.ShorthandAnswer(2, (1,)))
+    assert shorthand.parse("skip", slots).skip
+    for bad, error in [("3a", "There is no question 3."), ("1e", "Option e is not one of a–c (question 1).")]:
+        with pytest.raises(shorthand.ShorthandError, match=re.escape(error)):
+            shorthand.parse(bad, slots)
+        assert error in text
+
+
+# ---------------------------------------------------------------------------- every question a heading asks
+
+QUESTIONS = [(page, heading) for page, text in PAGES.items() for heading in re.findall(r"^## (.+\?)$", text, re.MULTILINE)]
+
+
+def test_there_are_questions_to_check():
+    assert len(QUESTIONS) >= 15
+
+
+@pytest.mark.parametrize("page, question", QUESTIONS)
+def test_a_question_the_guide_asks_goes_to_the_knowledge_base(page, question):
+    assert parse(question).kind == "knowledge"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("page, question", QUESTIONS)
+def test_a_question_the_guide_asks_is_answered_from_its_page(user_guide, page, question):
+    result = ask(question)
+    assert result.should_reply is True, result.debug
+    assert result.citations[0].source_id == f"docs/user-guide/{page}", [c.source_id for c in result.citations]

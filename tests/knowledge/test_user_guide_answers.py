@@ -1,0 +1,72 @@
+"""The user guide answers questions about Clarion as it behaves today, through the offline engine:
+the three questions it used to answer wrongly, and what each answer must (and must not) say."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.knowledge.conftest import ask
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GUIDE = "docs/user-guide/"
+
+
+@pytest.mark.parametrize(
+    "question, page, facts, stale",
+    [
+        (
+            "How do I answer several questions at once?",
+            "answering-questions.md",
+            ["Type the answers in the chat box", "`1a 2b` answers question 1 with option a and question 2 with option b", "`skip`"],
+            ["one at a time", "whatever you type"],
+        ),
+        (
+            "How long do I have to answer a question?",
+            "question-deadlines.md",
+            ["8, 15 or 25 seconds", "300 seconds", "AI configuration"],
+            ["LLM_TIMEOUT_SECONDS", "LLM_IDLE_TIMEOUT_SECONDS", "model"],
+        ),
+        (
+            "What happens to what I type while a question is pending?",
+            "typing-while-a-question-waits.md",
+            ["Only an answer answers the card", "is sent to the assistant as a new message, and the waiting card is cancelled", "`1a 2b`"],
+            ["to-do", "Task", "whatever you type"],
+        ),
+        (
+            "Does the countdown stop while I type?",
+            "question-deadlines.md",
+            ["pauses the countdown", "5 seconds without typing", "120 seconds"],
+            [],
+        ),
+        (
+            "What happens when a question times out?",
+            "question-deadlines.md",
+            ["the marked default option is applied for you", "50 %", "a confirmation of changes never defaults to yes"],
+            [],
+        ),
+        (
+            "What happens to the question when I send a new message?",
+            "typing-while-a-question-waits.md",
+            ["Cancelled — you sent a new message", "replies to your new message"],
+            [],
+        ),
+        (
+            "How do I add a document to the knowledge base?",
+            "managing-sources.md",
+            ["Upload a file", "Or a URL", "Add and index"],
+            [],
+        ),
+    ],
+    ids=["several-at-once", "how-long", "typing-while-pending", "pause", "timeout", "new-message", "add-source"],
+)
+def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
+    result = ask(question)
+
+    assert result.should_reply is True, result.debug
+    assert result.citations[0].source_id == GUIDE + page, [c.source_id for c in result.citations]
+    assert "[1]" in result.reply_text
+    for fact in facts:
+        assert fact in result.reply_text, (fact, result.reply_text)
+    for word in stale:
+        assert word not in result.reply_text, (word, result.reply_text)
