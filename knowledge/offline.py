@@ -106,10 +106,12 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             text = f"{unit.lead} {unit.text}"
         elif unit.kind == "row":
             text = f"{unit.header.splitlines()[0] if unit.header else ''} {unit.text}"
-        elif unit.kind == "item" and unit.lead:
-            # An item is read with the sentence that introduces its list ("The encoding types are:").
-            weak = frozenset(terms(unit.lead)) - frozenset(terms(unit.text))
-            text = f"{unit.lead} {unit.text}"
+        elif unit.kind == "item" and (unit.lead or unit.parents):
+            # An item is read with the sentence that introduces its list ("The encoding types are:")
+            # and, nested, with the items it sits under (an exception under its base class).
+            around = " ".join((unit.lead, *unit.parents))
+            weak = frozenset(terms(around)) - frozenset(terms(unit.text))
+            text = f"{around} {unit.text}"
         grouped.setdefault(unit.section, []).append(_Piece(unit, frozenset(terms(text)), weak, frozenset(terms(unit.link_text))))
     sections = {}
     for number, pieces in grouped.items():
@@ -146,7 +148,16 @@ def _local_weights(wanted: list[str], analysed: list[_Analysed]) -> dict[str, fl
     return {t: math.log(1 + (n - (df := sum(1 for s in sections if t in s)) + 0.5) / (df + 0.5)) for t in wanted}
 
 
-_HOW_TO = re.compile(r"^\s*(how\b|show me\b|what(?:'s| is) the (?:syntax|command|code)\b|example\b)", re.IGNORECASE)
+# Code is the answer when the question asks how to do something — anywhere in it ("…? How do I do
+# that?") — or asks for the syntax, a command, an example or what to write.
+_HOW_TO = re.compile(
+    r"^\s*(?:how|show me|example)\b|\bhow (?:do|can|should|would|to)\b|\b(?:syntax|snippet|example)\b"
+    r"|\bwhat (?:do|should) i (?:put|write|add|type|set|use)\b|\bwhat(?:'s| is) the (?:command|code)\b",
+    re.IGNORECASE,
+)
+
+
+_DEFAULT = terms("default")[0]
 
 
 def answer(
@@ -169,7 +180,8 @@ def answer(
     weight = dict(weights) if weights else _local_weights(wanted, analysed)
     weight = {t: max(0.05, weight.get(t, max(weight.values(), default=1.0))) for t in wanted}
     total = sum(weight.values())
-    how_to = bool(_HOW_TO.match(question))
+    how_to = bool(_HOW_TO.search(question))
+    asks_default = _DEFAULT in wanted
     wanted_set = frozenset(wanted)
 
     def mass(found) -> float:
@@ -194,6 +206,8 @@ def answer(
                     continue
                 if piece.unit.kind == "code" and not how_to and not (own_terms - piece.weak):
                     continue  # code that only shares names with the question is no answer to a "what"
+                if asks_default and piece.unit.kind == "code" and own_terms & piece.weak:
+                    continue  # an example that sets the value does not say what it is by default
                 in_context = (wanted_set & context) - own_terms
                 nearby = (wanted_set & section.terms) - own_terms - in_context
                 own = (mass(own_terms - piece.weak - piece.linking) + 0.5 * mass(own_terms & (piece.weak | piece.linking))) / total
@@ -291,6 +305,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     used = 0
     group: tuple[int, int] | None = None
     lead_shown: set[str] = set()
+    parents_shown: dict[tuple[int, int], set] = {}
     for c in ordered:
         unit = c.piece.unit
         section = analysed[c.source - 1].sections[c.section]
@@ -303,7 +318,14 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
                 and not normalise_for_match(unit.text)[:60].startswith(normalise_for_match(heading))
             ):
                 prefix = f"**{heading}** — "
-        block = _quote(unit, c.source, prefix=prefix, heading=section.heading, show_lead=unit.lead not in lead_shown)
+        block = _quote(
+            unit,
+            c.source,
+            prefix=prefix,
+            heading=section.heading,
+            show_lead=unit.lead not in lead_shown,
+            shown_parents=parents_shown.setdefault((c.source, c.section), set()),
+        )
         cost = len(block) + 2
         if used + cost > max_chars:
             continue
@@ -317,7 +339,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     text = parts[0][2]
     for (source, section_number, block), (before_source, before_section, before) in zip(parts[1:], parts, strict=False):
         together = (source, section_number) == (before_source, before_section)
-        if together and block.startswith("- ") and before.splitlines()[-1].startswith("- "):
+        if together and block.lstrip().startswith("- ") and before.splitlines()[-1].lstrip().startswith("- "):
             text += "\n" + block  # the next item of the same list
         elif together and "\n" not in block and "\n" not in before and not block.startswith(("- ", "**")) and not before.startswith("- "):
             text += " " + block  # the next sentence of the same paragraph
@@ -326,7 +348,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     return DraftAnswer(answer=text, citations=sorted({s for s, _, _ in parts}), answered_from_sources=True)
 
 
-def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: bool) -> str:
+def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: bool, shown_parents: set | None = None) -> str:
     marker = f"[{number}]"
     if unit.kind == "code":
         intro = f"{prefix}{_with_marker(unit.lead, number)}" if unit.lead else f"**{heading or 'Example'}** {marker}:"
@@ -338,6 +360,18 @@ def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: boo
         return f"{intro}\n\n{table}"
     if unit.kind == "item":
         item = f"- {_with_marker(unit.text, number)}"
+        if shown_parents is not None:
+            shown_parents.add((len(unit.parents), unit.text))
+        if unit.parents:
+            # A nested item under the items it belongs to (an exception under its base classes).
+            shown = shown_parents if shown_parents is not None else set()
+            lines = [
+                f"{'  ' * depth}- {_with_marker(parent, number)}"
+                for depth, parent in enumerate(unit.parents)
+                if (depth, parent) not in shown
+            ]
+            shown.update(enumerate(unit.parents))
+            item = "\n".join([*lines, f"{'  ' * len(unit.parents)}{item}"])
         if unit.lead and show_lead:
             return f"{prefix}{_with_marker(unit.lead, number)}\n\n{item}"
         return f"{prefix}{item[2:]}" if prefix else item

@@ -12,10 +12,11 @@ The same weights decide, in the offline answer step, whether a passage covers th
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from knowledge.text import parse_cached, term_list, terms
+from knowledge.text import parse_cached, split_sentences, term_list, terms
 
 K1 = 1.2
 B = 0.75
@@ -100,13 +101,25 @@ class Corpus:
         return len(self.source_ids)
 
     def idf(self, term: str) -> float:
-        """BM25's idf; a term no page contains weighs the most (it is what the pages lack)."""
+        """BM25's idf."""
         n = max(1, self.size)
         df = self.document_frequency.get(term, 0)
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
     def weights(self, question: str) -> dict[str, float]:
-        return {term: self.idf(term) for term in query_terms(question)}
+        """Each question term's idf. A name no page uses (Redis, QUIC) is what the pages lack and
+        weighs the most; a plain word no page uses is as often the user's word for something the
+        pages say otherwise ("cap" for "limit"), and weighs as a word one page uses."""
+        named = named_terms(question)
+        return {
+            term: self.idf(term) if term in named or self.document_frequency.get(term) else self.idf_of_rarest
+            for term in query_terms(question)
+        }
+
+    @property
+    def idf_of_rarest(self) -> float:
+        n = max(1, self.size)
+        return math.log(1 + (n - 0.5) / 1.5)
 
     def rank(self, question: str, *, limit: int) -> list[RankedPage]:
         weights = self.weights(question)
@@ -141,3 +154,17 @@ QUESTION_FRAME = frozenset(terms("difference differences possible example exampl
 def query_terms(question: str) -> list[str]:
     found = [t for t in terms(question) if t not in QUESTION_FRAME]
     return found or terms(question)
+
+
+_WORD_SHAPE = re.compile(r"[A-Za-z][\w-]*")
+
+
+def named_terms(question: str) -> frozenset[str]:
+    """Terms of the words written as names: capitalised inside a sentence, or in capitals (QUIC)."""
+    named: list[str] = []
+    for sentence in split_sentences(question):
+        for index, match in enumerate(_WORD_SHAPE.finditer(sentence)):
+            word = match.group(0)
+            if (index and word[0].isupper()) or (len(word) > 1 and word.isupper()):
+                named.extend(terms(word))
+    return frozenset(named)

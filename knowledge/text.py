@@ -108,7 +108,7 @@ def search_words(text: str, *, limit: int = 24) -> list[str]:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[A-Z0-9`\"'(*_]|\[(?!\d{1,3}\]))")
-_ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Dr|No)\.)$", re.IGNORECASE)
+_ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|a\.k\.a|w\.r\.t|etc|vs|cf|approx|incl|Mr|Mrs|Dr|No)\.)$", re.IGNORECASE)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s+[^<>]*?)?/?>")
@@ -181,6 +181,7 @@ class Block:
     lang: str = ""  # a code block's language
     header: str = ""  # a table row's header and delimiter lines
     links: tuple[str, ...] = ()  # the text of the links it held (to other pages, mostly)
+    parents: tuple[str, ...] = ()  # a nested list item's enclosing items, outermost first
 
 
 @dataclass(frozen=True)
@@ -253,6 +254,9 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
     rst_levels: list[str] = []
     para: list[str] = []
     item: list[str] | None = None
+    # The open items of the current list, (indent, text): a nested item keeps its parents.
+    open_items: list[tuple[int, str]] = []
+    item_indent = 0
     lead = ""
     i = 0
 
@@ -280,9 +284,12 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
             raw = " ".join(item)
             text = inline_text(raw)
             if text:
-                add("item", text, lead=lead, links=_link_texts(raw))
+                parents = tuple(t for indent, t in open_items if indent < item_indent)
+                add("item", text, lead=lead, links=_link_texts(raw), parents=parents)
+                open_items[:] = [(indent, t) for indent, t in open_items if indent < item_indent] + [(item_indent, text)]
             item = None
         if para:
+            open_items.clear()
             raw = " ".join(para)
             text = inline_text(raw)
             para = []
@@ -457,7 +464,10 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
                 flush_lead = lead
                 flush()
                 lead = flush_lead  # items of one list share the list's lead-in
+            else:
+                open_items.clear()
             item = [m.group(2)]
+            item_indent = len(m.group(1).expandtabs(4))
             i += 1
             continue
 
@@ -526,6 +536,7 @@ class Unit:
     lang: str = ""
     header: str = ""
     link_text: str = ""  # the text of the links in it: words there name another page
+    parents: tuple[str, ...] = ()  # a nested list item's enclosing items, outermost first
 
 
 def units(content: str, *, kind: str = "markdown") -> list[Unit]:
@@ -560,6 +571,7 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
                         section=block.section,
                         lead=block.lead,
                         link_text=inside,
+                        parents=block.parents,
                     )
                 )
         elif block.kind == "code":

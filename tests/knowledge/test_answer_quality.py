@@ -1,0 +1,85 @@
+"""The offline answer step on the shapes real documentation has and the way people ask."""
+
+from knowledge import offline
+from knowledge.ranking import Corpus
+from knowledge.text import split_sentences
+
+HIERARCHY = """# Exceptions
+
+The exception hierarchy is:
+
+- HTTPError
+  - RequestError
+    - TimeoutException
+  - HTTPStatusError
+- InvalidURL
+"""
+
+
+def test_a_nested_list_item_is_quoted_under_its_parents():
+    draft = offline.answer(question="What is the hierarchy of TimeoutException?", sources=[("Exceptions", HIERARCHY)])
+    assert "- HTTPError [1]\n  - RequestError [1]\n    - TimeoutException [1]" in draft.answer
+    assert offline.verify(draft=draft.answer, sources=[HIERARCHY]).is_good_enough
+
+
+def test_a_k_a_does_not_end_a_sentence():
+    assert split_sentences("The transport a.k.a. The Adapter sends requests. It is pluggable.") == [
+        "The transport a.k.a. The Adapter sends requests.",
+        "It is pluggable.",
+    ]
+
+
+PROXY = """# Proxies
+
+Clarion can route the client's traffic.
+
+## Proxy setup
+
+For example:
+
+```python
+client = Client(proxy="http://localhost:8030")
+```
+"""
+
+
+def test_code_is_quoted_when_the_question_asks_how_later_on():
+    draft = offline.answer(question="I need a proxy setup for the client. How do I do that?", sources=[("Proxies", PROXY)])
+    assert 'client = Client(proxy="http://localhost:8030")' in draft.answer
+    assert offline.verify(draft=draft.answer, sources=[PROXY]).is_good_enough
+
+
+LIMITS = """# Pool limits
+
+You can change the default pool limits:
+
+```python
+limits = Limits(keepalive_expiry=30)
+```
+"""
+
+
+def test_an_example_that_sets_a_value_is_not_quoted_as_its_default():
+    draft = offline.answer(question="What is the default keepalive expiry?", sources=[("Pool limits", LIMITS)])
+    assert not draft.answered_from_sources
+
+
+PAGES = [
+    ("pool.md", "Connection pool", "# Connection pool\n\nThe max_connections setting limits the connections a pool opens.\n", "markdown"),
+    ("auth.md", "Authentication", "# Authentication\n\nDigest authentication uses a challenge from the server.\n", "markdown"),
+    ("proxy.md", "Proxies", "# Proxies\n\nA proxy forwards the connections of the client.\n", "markdown"),
+]
+
+
+def test_a_plain_word_the_docs_never_use_does_not_outweigh_the_words_they_do():
+    corpus = Corpus.build(PAGES)
+    question = "How do I cap the connections a pool opens?"  # the docs say "limits", never "cap"
+    draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in PAGES], weights=corpus.weights(question))
+    assert draft.answer.startswith("The max_connections setting limits the connections a pool opens") and draft.citations == [1]
+
+
+def test_a_name_the_docs_never_use_still_keeps_them_silent():
+    corpus = Corpus.build(PAGES)
+    question = "How do I cap the connections a Redis pool opens?"
+    draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in PAGES], weights=corpus.weights(question))
+    assert not draft.answered_from_sources
