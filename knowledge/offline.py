@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from knowledge.citations import MARKER
 from knowledge.ranking import query_terms
 from knowledge.schemas import DraftAnswer, GateDecision, VerificationDecision
-from knowledge.text import Unit, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
+from knowledge.text import Unit, name_parts, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
 
 INTERROGATIVES = frozenset(
     "how what why when where which who whom whose can could does do did is are was were should shall will would may might has have am".split()
@@ -50,6 +50,8 @@ LIST_ITEMS = 10
 PAIR_COVERAGE = 0.3
 PAIR_TOGETHER = 0.85
 PAIR_OWN_PART = 0.2
+HEADING_MATCH = 1.5
+SOURCE_RANK = 0.15
 
 
 def gate(question: str) -> GateDecision:
@@ -112,6 +114,8 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             around = " ".join((unit.lead, *unit.parents))
             weak = frozenset(terms(around)) - frozenset(terms(unit.text))
             text = f"{around} {unit.text}"
+        if unit.kind != "code":
+            weak |= name_parts(text)
         grouped.setdefault(unit.section, []).append(_Piece(unit, frozenset(terms(text)), weak, frozenset(terms(unit.link_text))))
     sections = {}
     for number, pieces in grouped.items():
@@ -198,6 +202,11 @@ def answer(
             section_cover[(number, key)] = mass(section_wanted) / total
             if section_cover[(number, key)] < PAIR_COVERAGE:
                 continue  # no piece of it can cover enough of the question, even with another source
+            # A heading the question restates ("Does Black have an API?") names what the section
+            # answers: the share of the heading's words the question has, times their weight.
+            heading_terms = frozenset(terms(section.heading))
+            fit = len(heading_terms & wanted_set) / len(heading_terms) if heading_terms else 0.0
+            heading_match = fit * mass(heading_terms & wanted_set) / total
             for index, piece in enumerate(section.pieces):
                 own_terms = wanted_set & piece.terms
                 # A page's opening sentences are about what its title names.
@@ -217,7 +226,8 @@ def answer(
                 own += (0.5 if opening else 0.3) * mass((wanted_set & named) - own_terms) / total
                 coverage = (mass(own_terms) + mass(in_context) + 0.5 * mass(nearby)) / total
                 score = own + 0.6 * mass(in_context) / total + 0.3 * mass(nearby) / total
-                score -= 0.25 * (number - 1)  # the sources come best first
+                score += HEADING_MATCH * heading_match * (1.0 if opening else 0.5)
+                score -= SOURCE_RANK * (number - 1)  # the sources come best first
                 if piece.unit.linked:
                     score -= 0.3
                 if piece.unit.kind == "code" and how_to:
@@ -233,7 +243,8 @@ def answer(
     covered = set(wanted) & (analysed[best.source - 1].sections[best.section].terms | frozenset(terms(sources[best.source - 1][0])))
     missing = set(wanted) - covered
     if mass(missing) >= SECOND_SOURCE_SHARE * total:
-        others = [c for c in qualified if c.source != best.source and set(wanted) & c.piece.terms & missing]
+        # Only a piece that brings most of what is missing: a stray shared word is not the other half.
+        others = [c for c in qualified if c.source != best.source and mass(c.piece.terms & missing) >= 0.5 * mass(missing)]
         if others:
             second = max(others, key=lambda c: (mass(c.piece.terms & missing), c.score))
             chosen += _from_section(second, candidates, analysed, max_units=2)
@@ -242,18 +253,31 @@ def answer(
 
 def _from_two_sources(wanted, candidates, analysed, sources, *, mass, total, max_chars) -> DraftAnswer:
     """Two pieces from two sources that together cover the question ("A and B?")."""
-    strong = [c for c in candidates if c.own >= MIN_OWN and c.coverage >= PAIR_COVERAGE]
+    # A section's opening sentences stand for what its heading names: they may carry less.
+    strong = [
+        c
+        for c in candidates
+        if c.coverage >= PAIR_COVERAGE
+        and (c.own >= MIN_OWN or (c.own >= PAIR_OWN_PART and c.piece in analysed[c.source - 1].sections[c.section].pieces[:2]))
+    ]
     if not strong:
         return DraftAnswer(answer="", answered_from_sources=False)
+    titles = [frozenset(terms(src[0])) for src in sources]
+
+    def about(c: _Candidate) -> frozenset[str]:
+        # A piece says what its section's headings and its page's title name ("# Retries").
+        return c.piece.terms | analysed[c.source - 1].sections[c.section].context | titles[c.source - 1]
+
     best_pair: tuple[float, _Candidate, _Candidate] | None = None
     for first in strong:
         for second in strong:
             if second.source <= first.source:
                 continue
-            together = mass(wanted & (first.piece.terms | second.piece.terms)) / total
+            one, two = about(first), about(second)
+            together = mass(wanted & (one | two)) / total
             # Each must bring its own part of the question, and together nearly all of it.
-            only_first = mass(wanted & (first.piece.terms - second.piece.terms)) / total
-            only_second = mass(wanted & (second.piece.terms - first.piece.terms)) / total
+            only_first = mass(wanted & (one - two)) / total
+            only_second = mass(wanted & (two - one)) / total
             if together < PAIR_TOGETHER or min(only_first, only_second) < PAIR_OWN_PART:
                 continue
             if best_pair is None or first.score + second.score > best_pair[0]:

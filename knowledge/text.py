@@ -90,6 +90,18 @@ def term_list(text: str) -> list[str]:
     return out
 
 
+def name_parts(text: str) -> frozenset[str]:
+    """Terms a text has only as parts of compound names: "wrap" in `wrap_long_dict_values`,
+    "manager" in `TransformerManager` — the text is about the name, not about those words."""
+    whole: set[str] = set()
+    parts: set[str] = set()
+    for token in _CASED_TOKEN.findall(text):
+        found = term_list(token)
+        whole.add(found[0]) if len(found) > 1 else whole.update(found)
+        parts.update(found[1:])
+    return frozenset(parts - whole)
+
+
 def terms(text: str) -> list[str]:
     """Distinct stemmed content terms (technical tokens kept whole too), in order of first appearance."""
     return list(dict.fromkeys(term_list(text)))
@@ -549,7 +561,7 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
     out: list[Unit] = []
     for block in parse_cached(content, kind).blocks:
         if block.kind == "paragraph":
-            for sentence in split_sentences(block.text):
+            for sentence in _with_short_answers(split_sentences(block.text)):
                 inside = " ".join(link for link in block.links if link in sentence)
                 if _quotable(sentence):
                     out.append(
@@ -584,6 +596,13 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
 
 def _is_link_only(text: str) -> bool:
     return len(words(text)) <= 6 and not text.rstrip().endswith((".", "!", "?"))
+
+
+def _with_short_answers(sentences: list[str]) -> list[str]:
+    """A paragraph's short opening ("Not yet.", "Yes.") is an answer: it stays with the sentence after it."""
+    if len(sentences) > 1 and len(words(sentences[0])) < 4 and not sentences[0].endswith(":"):
+        return [f"{sentences[0]} {sentences[1]}", *sentences[2:]]
+    return sentences
 
 
 def _quotable(sentence: str) -> bool:

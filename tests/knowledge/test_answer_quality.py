@@ -83,3 +83,12 @@ def test_a_name_the_docs_never_use_still_keeps_them_silent():
     question = "How do I cap the connections a Redis pool opens?"
     draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in PAGES], weights=corpus.weights(question))
     assert not draft.answered_from_sources
+
+
+def test_an_answer_is_composed_from_two_sources_whose_headings_name_the_parts():
+    timeouts = "# Timeouts\n\nRequests give up after 5 seconds unless you say otherwise.\n"
+    retries = "# Retries\n\nA failed request is attempted 3 times before it fails.\n"
+    sources = [("Timeouts", timeouts), ("Retries", retries)]
+    draft = offline.answer(question="What are the timeouts and the retries?", sources=sources)
+    assert "5 seconds" in draft.answer and "3 times" in draft.answer and draft.citations == [1, 2]
+    assert offline.verify(draft=draft.answer, sources=[timeouts, retries]).is_good_enough
