@@ -151,9 +151,14 @@ class Corpus:
 QUESTION_FRAME = frozenset(terms("difference differences possible example examples mean means happen happens work works"))
 
 
+_NUMBER_WITH_UNIT = re.compile(r"^(\d+)(?:m?s|m|secs?|mins?|h|hrs?|kb?|mb|gb)$")
+
+
 def query_terms(question: str) -> list[str]:
-    found = [t for t in terms(question) if t not in QUESTION_FRAME]
-    return found or terms(question)
+    found = [t for t in terms(question) if t not in QUESTION_FRAME] or terms(question)
+    # "60s", "10ms", "5mb": docs write the number and the unit apart ("60 seconds"), and the
+    # number is what a passage must have.
+    return list(dict.fromkeys(match.group(1) if (match := _NUMBER_WITH_UNIT.match(term)) else term for term in found))
 
 
 _WORD_SHAPE = re.compile(r"[A-Za-z][\w-]*")

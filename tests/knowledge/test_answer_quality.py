@@ -92,3 +92,14 @@ def test_an_answer_is_composed_from_two_sources_whose_headings_name_the_parts():
     draft = offline.answer(question="What are the timeouts and the retries?", sources=sources)
     assert "5 seconds" in draft.answer and "3 times" in draft.answer and draft.citations == [1, 2]
     assert offline.verify(draft=draft.answer, sources=[timeouts, retries]).is_good_enough
+
+
+def test_a_number_with_its_unit_finds_the_number_the_docs_write_apart():
+    pages = [
+        ("timeouts.md", "Timeouts", "# Timeouts\n\nThe pool waits 60 seconds.\n", "markdown"),
+        ("retries.md", "Retries", "# Retries\n\nRequests are retried three times.\n", "markdown"),
+    ]
+    corpus = Corpus.build(pages)
+    question = "What waits 60s?"
+    draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in pages], weights=corpus.weights(question))
+    assert draft.answer == "The pool waits 60 seconds [1]." and draft.citations == [1]
