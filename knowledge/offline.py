@@ -240,7 +240,8 @@ def answer(
         return _from_two_sources(wanted_set, candidates, analysed, sources, mass=mass, total=total, max_chars=max_chars)
     best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
     chosen = _from_section(best, candidates, analysed, max_units=max_units)
-    covered = set(wanted) & (analysed[best.source - 1].sections[best.section].terms | frozenset(terms(sources[best.source - 1][0])))
+    section = analysed[best.source - 1].sections[best.section]
+    covered = set(wanted) & (section.terms | section.context | frozenset(terms(sources[best.source - 1][0])))
     missing = set(wanted) - covered
     if mass(missing) >= SECOND_SOURCE_SHARE * total:
         # Only a piece that brings most of what is missing: a stray shared word is not the other half.

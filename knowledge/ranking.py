@@ -23,7 +23,8 @@ B = 0.75
 TITLE_WEIGHT = 2  # a term in the page title counts as two occurrences in the section
 HEADING_WEIGHT = 2  # likewise a term in the headings above the section
 PAGE_SHARE = 1.0  # the page-level BM25 is added to the best section's score
-SECTION_EXTRA = 20  # added to every section's length: a two-line section is not a page
+SECTION_EXTRA = 20
+HEADING_MATCH = 1.0
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class _Section:
     doc: int
     tf: Counter[str]  # field-weighted term frequencies (body + headings + title)
     length: float
+    heading: frozenset[str] = frozenset()  # the terms of its own heading
 
 
 @dataclass
@@ -87,7 +89,8 @@ class Corpus:
                 for term in set(title_terms):
                     tf[term] += TITLE_WEIGHT
                 index = len(corpus.sections)
-                corpus.sections.append(_Section(doc, tf, float(len(body) + SECTION_EXTRA)))
+                heading = frozenset(term_list(path[-1])) if path else frozenset()
+                corpus.sections.append(_Section(doc, tf, float(len(body) + SECTION_EXTRA), heading))
                 for term in tf:
                     corpus.postings[term].append(index)
         if corpus.sections:
@@ -121,7 +124,9 @@ class Corpus:
         n = max(1, self.size)
         return math.log(1 + (n - 0.5) / 1.5)
 
-    def rank(self, question: str, *, limit: int) -> list[RankedPage]:
+    def rank(self, question: str, *, limit: int, restated_headings: bool = False) -> list[RankedPage]:
+        """restated_headings: a section whose heading the question restates scores more (the
+        offline engine's selection; the model's pre-filter keeps plain BM25)."""
         weights = self.weights(question)
         if not weights or limit < 1:
             return []
@@ -134,6 +139,11 @@ class Corpus:
                 norm = K1 * (1 - B + B * section.length / self.average_section_length)
                 section_scores[index] += weight * tf * (K1 + 1) / (tf + norm)
         for index, score in section_scores.items():
+            heading = self.sections[index].heading
+            if restated_headings and heading:
+                # A heading the question restates ("Which Python versions does Black support?").
+                shared = heading & weights.keys()
+                score += HEADING_MATCH * len(shared) / len(heading) * sum(weights[t] for t in shared)
             doc = self.sections[index].doc
             best_section[doc] = max(best_section[doc], score)
         page_scores: dict[int, float] = defaultdict(float)

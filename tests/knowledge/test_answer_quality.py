@@ -103,3 +103,36 @@ def test_a_number_with_its_unit_finds_the_number_the_docs_write_apart():
     question = "What waits 60s?"
     draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in pages], weights=corpus.weights(question))
     assert draft.answer == "The pool waits 60 seconds [1]." and draft.citations == [1]
+
+
+FAQ = [
+    (
+        "testing.md",
+        "Testing",
+        "# Testing\n\n## Matrix\n\nThe test matrix runs every Python version the tool supports. Each supported Python version "
+        "runs the tool's tests, and a new Python version is supported when the tool's tests pass on it. Python versions, "
+        "Python versions: the tool's support for Python versions is tested.\n",
+        "markdown",
+    ),
+    (
+        "faq.md",
+        "FAQ",
+        "# FAQ\n\n## Which Python versions does the tool support?\n\nCurrently the runtime requires Python 3.8 or newer.\n\n"
+        "## Why spaces?\n\nTabs are not supported.\n",
+        "markdown",
+    ),
+]
+
+
+def test_a_section_whose_heading_the_question_restates_is_selected_first():
+    corpus = Corpus.build(FAQ)
+    question = "Which Python versions does the tool support?"
+    assert corpus.rank(question, limit=2)[0].source_id == "testing.md"  # plain BM25: the words, repeated
+    ranked = corpus.rank(question, limit=2, restated_headings=True)
+    assert ranked[0].source_id == "faq.md"
+    draft = offline.answer(
+        question=question,
+        sources=[(corpus.pages[r.source_id][1], corpus.pages[r.source_id][2]) for r in ranked],
+        weights=corpus.weights(question),
+    )
+    assert "Python 3.8 or newer" in draft.answer and draft.citations == [1]
