@@ -162,6 +162,8 @@ _HOW_TO = re.compile(
 
 
 _DEFAULT = terms("default")[0]
+# A question needs two pages when it asks about two things: "A and B", "A or B", "A vs B", "A, B".
+_TWO_THINGS = re.compile(r"\b(?:and|or|vs|versus|both|between|difference)\b|,", re.IGNORECASE)
 
 
 def answer(
@@ -237,6 +239,8 @@ def answer(
                 candidates.append(_Candidate(score, coverage, own, number, key, piece))
     qualified = [c for c in candidates if c.coverage >= MIN_COVERAGE and c.own >= MIN_OWN]
     if not qualified:
+        if not _TWO_THINGS.search(question):
+            return DraftAnswer(answer="", answered_from_sources=False)
         return _from_two_sources(wanted_set, candidates, analysed, sources, mass=mass, total=total, max_chars=max_chars)
     best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
     chosen = _from_section(best, candidates, analysed, max_units=max_units)

@@ -136,3 +136,10 @@ def test_a_section_whose_heading_the_question_restates_is_selected_first():
         weights=corpus.weights(question),
     )
     assert "Python 3.8 or newer" in draft.answer and draft.citations == [1]
+
+
+def test_two_pages_that_each_share_a_word_do_not_answer_a_question_about_one_thing():
+    tags = "# Tags\n\nTag the current commit before you push it.\n"
+    grammar = "# Grammar\n\nContext managers may be wrapped in parentheses.\n"
+    draft = offline.answer(question="Who is the current manager?", sources=[("Tags", tags), ("Grammar", grammar)])
+    assert not draft.answered_from_sources
