@@ -5,11 +5,15 @@ so the graph is identical with or without a model:
 
 - gate: a question is a sentence that asks (interrogative opening, "?", "explain ...") and has
   content words; the free-text scope and refusal policy need a model and are not applied.
-- selection: BM25 over sections with the current build's statistics (knowledge.ranking), in the pipeline.
-- answer: the passage of the loaded sources that covers the question's rare terms best — its
-  sentences, list items, code blocks or table rows, quoted verbatim with [n] citations under the
-  heading that gives them their subject; a whole short section when it is short enough; a second
-  source when the first leaves part of the question uncovered. Silence when nothing covers it.
+- selection: BM25 over sections with the current build's statistics (knowledge.ranking), a heading
+  the question restates counting more, in the pipeline.
+- answer: the passage of the loaded sources that covers the question's rare terms best (a word no
+  page uses weighs as a rare one, a name no page uses the most) — its sentences, list items (nested
+  ones under their parents), code blocks (when the question asks how) or table rows, quoted
+  verbatim with [n] citations under the heading that gives them their subject; a whole short
+  section when it is short enough; a second source when it brings most of what the first leaves
+  uncovered, or two pages together when the question asks about two things. Silence when nothing
+  covers it, and rather than an example that only sets a value asked for by default.
 - verification: every sentence must cite a source and be found in (or almost entirely covered
   by the words of) what it cites; every quoted code block or table row must be in its source.
 """
@@ -50,8 +54,8 @@ LIST_ITEMS = 10
 PAIR_COVERAGE = 0.3
 PAIR_TOGETHER = 0.85
 PAIR_OWN_PART = 0.2
-HEADING_MATCH = 1.5
-SOURCE_RANK = 0.15
+HEADING_MATCH = 1.5  # how much a heading the question restates adds to its section's pieces
+SOURCE_RANK = 0.15  # taken off per place down the selection's order of the loaded sources
 
 
 def gate(question: str) -> GateDecision:
@@ -334,7 +338,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     used = 0
     group: tuple[int, int] | None = None
     lead_shown: set[str] = set()
-    parents_shown: dict[tuple[int, int], set] = {}
+    parents_shown: dict[tuple[int, int], set[tuple[int, str]]] = {}
     for c in ordered:
         unit = c.piece.unit
         section = analysed[c.source - 1].sections[c.section]
@@ -377,7 +381,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     return DraftAnswer(answer=text, citations=sorted({s for s, _, _ in parts}), answered_from_sources=True)
 
 
-def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: bool, shown_parents: set | None = None) -> str:
+def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: bool, shown_parents: set[tuple[int, str]]) -> str:
     marker = f"[{number}]"
     if unit.kind == "code":
         intro = f"{prefix}{_with_marker(unit.lead, number)}" if unit.lead else f"**{heading or 'Example'}** {marker}:"
@@ -389,17 +393,16 @@ def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: boo
         return f"{intro}\n\n{table}"
     if unit.kind == "item":
         item = f"- {_with_marker(unit.text, number)}"
-        if shown_parents is not None:
-            shown_parents.add((len(unit.parents), unit.text))
+        shown_parents.add((len(unit.parents), unit.text))
         if unit.parents:
-            # A nested item under the items it belongs to (an exception under its base classes).
-            shown = shown_parents if shown_parents is not None else set()
+            # A nested item under the items it belongs to (an exception under its base classes),
+            # each parent once per section.
             lines = [
                 f"{'  ' * depth}- {_with_marker(parent, number)}"
                 for depth, parent in enumerate(unit.parents)
-                if (depth, parent) not in shown
+                if (depth, parent) not in shown_parents
             ]
-            shown.update(enumerate(unit.parents))
+            shown_parents.update(enumerate(unit.parents))
             item = "\n".join([*lines, f"{'  ' * len(unit.parents)}{item}"])
         if unit.lead and show_lead:
             return f"{prefix}{_with_marker(unit.lead, number)}\n\n{item}"

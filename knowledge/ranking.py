@@ -23,8 +23,8 @@ B = 0.75
 TITLE_WEIGHT = 2  # a term in the page title counts as two occurrences in the section
 HEADING_WEIGHT = 2  # likewise a term in the headings above the section
 PAGE_SHARE = 1.0  # the page-level BM25 is added to the best section's score
-SECTION_EXTRA = 20
-HEADING_MATCH = 1.0
+SECTION_EXTRA = 20  # added to every section's length: a two-line section is not a page
+HEADING_MATCH = 1.0  # offline selection: a restated heading adds this share of its terms' weight
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class Corpus:
         """Each question term's idf. A name no page uses (Redis, QUIC) is what the pages lack and
         weighs the most; a plain word no page uses is as often the user's word for something the
         pages say otherwise ("cap" for "limit"), and weighs as a word one page uses."""
-        named = named_terms(question)
+        named = _named_terms(question)
         return {
             term: self.idf(term) if term in named or self.document_frequency.get(term) else self.idf_of_rarest
             for term in query_terms(question)
@@ -174,7 +174,7 @@ def query_terms(question: str) -> list[str]:
 _WORD_SHAPE = re.compile(r"[A-Za-z][\w-]*")
 
 
-def named_terms(question: str) -> frozenset[str]:
+def _named_terms(question: str) -> frozenset[str]:
     """Terms of the words written as names: capitalised inside a sentence, or in capitals (QUIC)."""
     named: list[str] = []
     for sentence in split_sentences(question):

@@ -97,8 +97,11 @@ def name_parts(text: str) -> frozenset[str]:
     parts: set[str] = set()
     for token in _CASED_TOKEN.findall(text):
         found = term_list(token)
-        whole.add(found[0]) if len(found) > 1 else whole.update(found)
-        parts.update(found[1:])
+        if len(found) > 1:
+            whole.add(found[0])
+            parts.update(found[1:])
+        else:
+            whole.update(found)
     return frozenset(parts - whole)
 
 
