@@ -4,8 +4,8 @@ Each set in bench/kb_sets/*.yaml names a corpus — the documentation shipped in
 Python library, pinned (PyPI name, version, a glob of docs files and the files to leave out) — and its
 questions: answerable ones with their gold page(s) and key facts, unanswerable ones (near misses about
 the same project, and off-topic ones). The corpus is fetched once with `pip download` into
-.data/bench/ (gitignored), never at test time. One set is marked `tuning: true`: the engine's
-thresholds were set on it; the others are held out. Each question goes through
+.data/bench/ (gitignored), never at test time. Sets marked `tuning: true` are the ones the engine's
+weights and thresholds were set on; the others are held out. Each question goes through
 `services.generate_reply`, the service behind `POST /api/v1/reply`, with the set's pages as the
 whole knowledge base.
 
@@ -265,7 +265,7 @@ def run_set(path: Path, *, show_misses: bool, scale: int) -> None:
     clarion = asyncio.run(evaluate_clarion(data, docs, show_misses=show_misses))
     baseline = evaluate_bm25(data, pages)
     source = data["source"]
-    role = "the set the engine is tuned on" if data.get("tuning") else "held out"
+    role = "tuned on" if data.get("tuning") else "held out"
     print(
         f"\n### {path.stem}: {source['pypi']} {source['version']} ({len(pages)} pages from the PyPI sdist; {role})\n\n"
         f"{len(data['answerable'])} answerable + {len(data['unanswerable'])} unanswerable questions; "
