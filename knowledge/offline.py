@@ -5,11 +5,15 @@ so the graph is identical with or without a model:
 
 - gate: a question is a sentence that asks (interrogative opening, "?", "explain ...") and has
   content words; the free-text scope and refusal policy need a model and are not applied.
-- selection: BM25 over sections with the current build's statistics (knowledge.ranking), in the pipeline.
-- answer: the passage of the loaded sources that covers the question's rare terms best — its
-  sentences, list items, code blocks or table rows, quoted verbatim with [n] citations under the
-  heading that gives them their subject; a whole short section when it is short enough; a second
-  source when the first leaves part of the question uncovered. Silence when nothing covers it.
+- selection: BM25 over sections with the current build's statistics (knowledge.ranking), a heading
+  the question restates counting more, in the pipeline.
+- answer: the passage of the loaded sources that covers the question's rare terms best (a word no
+  page uses weighs as a rare one, a name no page uses the most) — its sentences, list items (nested
+  ones under their parents), code blocks (when the question asks how) or table rows, quoted
+  verbatim with [n] citations under the heading that gives them their subject; a whole short
+  section when it is short enough; a second source when it brings most of what the first leaves
+  uncovered, or two pages together when the question asks about two things. Silence when nothing
+  covers it, and rather than an example that only sets a value asked for by default.
 - verification: every sentence must cite a source and be found in (or almost entirely covered
   by the words of) what it cites; every quoted code block or table row must be in its source.
 """
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 from knowledge.citations import MARKER
 from knowledge.ranking import query_terms
 from knowledge.schemas import DraftAnswer, GateDecision, VerificationDecision
-from knowledge.text import Unit, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
+from knowledge.text import Unit, name_parts, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
 
 INTERROGATIVES = frozenset(
     "how what why when where which who whom whose can could does do did is are was were should shall will would may might has have am".split()
@@ -50,6 +54,8 @@ LIST_ITEMS = 10
 PAIR_COVERAGE = 0.3
 PAIR_TOGETHER = 0.85
 PAIR_OWN_PART = 0.2
+HEADING_MATCH = 1.5  # how much a heading the question restates adds to its section's pieces
+SOURCE_RANK = 0.15  # taken off per place down the selection's order of the loaded sources
 
 
 def gate(question: str) -> GateDecision:
@@ -106,10 +112,14 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             text = f"{unit.lead} {unit.text}"
         elif unit.kind == "row":
             text = f"{unit.header.splitlines()[0] if unit.header else ''} {unit.text}"
-        elif unit.kind == "item" and unit.lead:
-            # An item is read with the sentence that introduces its list ("The encoding types are:").
-            weak = frozenset(terms(unit.lead)) - frozenset(terms(unit.text))
-            text = f"{unit.lead} {unit.text}"
+        elif unit.kind == "item" and (unit.lead or unit.parents):
+            # An item is read with the sentence that introduces its list ("The encoding types are:")
+            # and, nested, with the items it sits under (an exception under its base class).
+            around = " ".join((unit.lead, *unit.parents))
+            weak = frozenset(terms(around)) - frozenset(terms(unit.text))
+            text = f"{around} {unit.text}"
+        if unit.kind != "code":
+            weak |= name_parts(text)
         grouped.setdefault(unit.section, []).append(_Piece(unit, frozenset(terms(text)), weak, frozenset(terms(unit.link_text))))
     sections = {}
     for number, pieces in grouped.items():
@@ -146,7 +156,18 @@ def _local_weights(wanted: list[str], analysed: list[_Analysed]) -> dict[str, fl
     return {t: math.log(1 + (n - (df := sum(1 for s in sections if t in s)) + 0.5) / (df + 0.5)) for t in wanted}
 
 
-_HOW_TO = re.compile(r"^\s*(how\b|show me\b|what(?:'s| is) the (?:syntax|command|code)\b|example\b)", re.IGNORECASE)
+# Code is the answer when the question asks how to do something — anywhere in it ("…? How do I do
+# that?") — or asks for the syntax, a command, an example or what to write.
+_HOW_TO = re.compile(
+    r"^\s*(?:how|show me|example)\b|\bhow (?:do|can|should|would|to)\b|\b(?:syntax|snippet|example)\b"
+    r"|\bwhat (?:do|should) i (?:put|write|add|type|set|use)\b|\bwhat(?:'s| is) the (?:command|code)\b",
+    re.IGNORECASE,
+)
+
+
+_DEFAULT = terms("default")[0]
+# A question needs two pages when it asks about two things: "A and B", "A or B", "A vs B", "A, B".
+_TWO_THINGS = re.compile(r"\b(?:and|or|vs|versus|both|between|difference)\b|,", re.IGNORECASE)
 
 
 def answer(
@@ -169,7 +190,8 @@ def answer(
     weight = dict(weights) if weights else _local_weights(wanted, analysed)
     weight = {t: max(0.05, weight.get(t, max(weight.values(), default=1.0))) for t in wanted}
     total = sum(weight.values())
-    how_to = bool(_HOW_TO.match(question))
+    how_to = bool(_HOW_TO.search(question))
+    asks_default = _DEFAULT in wanted
     wanted_set = frozenset(wanted)
 
     def mass(found) -> float:
@@ -186,6 +208,11 @@ def answer(
             section_cover[(number, key)] = mass(section_wanted) / total
             if section_cover[(number, key)] < PAIR_COVERAGE:
                 continue  # no piece of it can cover enough of the question, even with another source
+            # A heading the question restates ("Does Black have an API?") names what the section
+            # answers: the share of the heading's words the question has, times their weight.
+            heading_terms = frozenset(terms(section.heading))
+            fit = len(heading_terms & wanted_set) / len(heading_terms) if heading_terms else 0.0
+            heading_match = fit * mass(heading_terms & wanted_set) / total
             for index, piece in enumerate(section.pieces):
                 own_terms = wanted_set & piece.terms
                 # A page's opening sentences are about what its title names.
@@ -194,6 +221,8 @@ def answer(
                     continue
                 if piece.unit.kind == "code" and not how_to and not (own_terms - piece.weak):
                     continue  # code that only shares names with the question is no answer to a "what"
+                if asks_default and piece.unit.kind == "code" and own_terms & piece.weak:
+                    continue  # an example that sets the value does not say what it is by default
                 in_context = (wanted_set & context) - own_terms
                 nearby = (wanted_set & section.terms) - own_terms - in_context
                 own = (mass(own_terms - piece.weak - piece.linking) + 0.5 * mass(own_terms & (piece.weak | piece.linking))) / total
@@ -203,7 +232,8 @@ def answer(
                 own += (0.5 if opening else 0.3) * mass((wanted_set & named) - own_terms) / total
                 coverage = (mass(own_terms) + mass(in_context) + 0.5 * mass(nearby)) / total
                 score = own + 0.6 * mass(in_context) / total + 0.3 * mass(nearby) / total
-                score -= 0.25 * (number - 1)  # the sources come best first
+                score += HEADING_MATCH * heading_match * (1.0 if opening else 0.5)
+                score -= SOURCE_RANK * (number - 1)  # the sources come best first
                 if piece.unit.linked:
                     score -= 0.3
                 if piece.unit.kind == "code" and how_to:
@@ -213,13 +243,17 @@ def answer(
                 candidates.append(_Candidate(score, coverage, own, number, key, piece))
     qualified = [c for c in candidates if c.coverage >= MIN_COVERAGE and c.own >= MIN_OWN]
     if not qualified:
+        if not _TWO_THINGS.search(question):
+            return DraftAnswer(answer="", answered_from_sources=False)
         return _from_two_sources(wanted_set, candidates, analysed, sources, mass=mass, total=total, max_chars=max_chars)
     best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
     chosen = _from_section(best, candidates, analysed, max_units=max_units)
-    covered = set(wanted) & (analysed[best.source - 1].sections[best.section].terms | frozenset(terms(sources[best.source - 1][0])))
+    section = analysed[best.source - 1].sections[best.section]
+    covered = set(wanted) & (section.terms | section.context | frozenset(terms(sources[best.source - 1][0])))
     missing = set(wanted) - covered
     if mass(missing) >= SECOND_SOURCE_SHARE * total:
-        others = [c for c in qualified if c.source != best.source and set(wanted) & c.piece.terms & missing]
+        # Only a piece that brings most of what is missing: a stray shared word is not the other half.
+        others = [c for c in qualified if c.source != best.source and mass(c.piece.terms & missing) >= 0.5 * mass(missing)]
         if others:
             second = max(others, key=lambda c: (mass(c.piece.terms & missing), c.score))
             chosen += _from_section(second, candidates, analysed, max_units=2)
@@ -228,18 +262,31 @@ def answer(
 
 def _from_two_sources(wanted, candidates, analysed, sources, *, mass, total, max_chars) -> DraftAnswer:
     """Two pieces from two sources that together cover the question ("A and B?")."""
-    strong = [c for c in candidates if c.own >= MIN_OWN and c.coverage >= PAIR_COVERAGE]
+    # A section's opening sentences stand for what its heading names: they may carry less.
+    strong = [
+        c
+        for c in candidates
+        if c.coverage >= PAIR_COVERAGE
+        and (c.own >= MIN_OWN or (c.own >= PAIR_OWN_PART and c.piece in analysed[c.source - 1].sections[c.section].pieces[:2]))
+    ]
     if not strong:
         return DraftAnswer(answer="", answered_from_sources=False)
+    titles = [frozenset(terms(src[0])) for src in sources]
+
+    def about(c: _Candidate) -> frozenset[str]:
+        # A piece says what its section's headings and its page's title name ("# Retries").
+        return c.piece.terms | analysed[c.source - 1].sections[c.section].context | titles[c.source - 1]
+
     best_pair: tuple[float, _Candidate, _Candidate] | None = None
     for first in strong:
         for second in strong:
             if second.source <= first.source:
                 continue
-            together = mass(wanted & (first.piece.terms | second.piece.terms)) / total
+            one, two = about(first), about(second)
+            together = mass(wanted & (one | two)) / total
             # Each must bring its own part of the question, and together nearly all of it.
-            only_first = mass(wanted & (first.piece.terms - second.piece.terms)) / total
-            only_second = mass(wanted & (second.piece.terms - first.piece.terms)) / total
+            only_first = mass(wanted & (one - two)) / total
+            only_second = mass(wanted & (two - one)) / total
             if together < PAIR_TOGETHER or min(only_first, only_second) < PAIR_OWN_PART:
                 continue
             if best_pair is None or first.score + second.score > best_pair[0]:
@@ -291,6 +338,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     used = 0
     group: tuple[int, int] | None = None
     lead_shown: set[str] = set()
+    parents_shown: dict[tuple[int, int], set[tuple[int, str]]] = {}
     for c in ordered:
         unit = c.piece.unit
         section = analysed[c.source - 1].sections[c.section]
@@ -303,7 +351,14 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
                 and not normalise_for_match(unit.text)[:60].startswith(normalise_for_match(heading))
             ):
                 prefix = f"**{heading}** — "
-        block = _quote(unit, c.source, prefix=prefix, heading=section.heading, show_lead=unit.lead not in lead_shown)
+        block = _quote(
+            unit,
+            c.source,
+            prefix=prefix,
+            heading=section.heading,
+            show_lead=unit.lead not in lead_shown,
+            shown_parents=parents_shown.setdefault((c.source, c.section), set()),
+        )
         cost = len(block) + 2
         if used + cost > max_chars:
             continue
@@ -317,7 +372,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     text = parts[0][2]
     for (source, section_number, block), (before_source, before_section, before) in zip(parts[1:], parts, strict=False):
         together = (source, section_number) == (before_source, before_section)
-        if together and block.startswith("- ") and before.splitlines()[-1].startswith("- "):
+        if together and block.lstrip().startswith("- ") and before.splitlines()[-1].lstrip().startswith("- "):
             text += "\n" + block  # the next item of the same list
         elif together and "\n" not in block and "\n" not in before and not block.startswith(("- ", "**")) and not before.startswith("- "):
             text += " " + block  # the next sentence of the same paragraph
@@ -326,7 +381,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     return DraftAnswer(answer=text, citations=sorted({s for s, _, _ in parts}), answered_from_sources=True)
 
 
-def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: bool) -> str:
+def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: bool, shown_parents: set[tuple[int, str]]) -> str:
     marker = f"[{number}]"
     if unit.kind == "code":
         intro = f"{prefix}{_with_marker(unit.lead, number)}" if unit.lead else f"**{heading or 'Example'}** {marker}:"
@@ -338,6 +393,17 @@ def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: boo
         return f"{intro}\n\n{table}"
     if unit.kind == "item":
         item = f"- {_with_marker(unit.text, number)}"
+        shown_parents.add((len(unit.parents), unit.text))
+        if unit.parents:
+            # A nested item under the items it belongs to (an exception under its base classes),
+            # each parent once per section.
+            lines = [
+                f"{'  ' * depth}- {_with_marker(parent, number)}"
+                for depth, parent in enumerate(unit.parents)
+                if (depth, parent) not in shown_parents
+            ]
+            shown_parents.update(enumerate(unit.parents))
+            item = "\n".join([*lines, f"{'  ' * len(unit.parents)}{item}"])
         if unit.lead and show_lead:
             return f"{prefix}{_with_marker(unit.lead, number)}\n\n{item}"
         return f"{prefix}{item[2:]}" if prefix else item

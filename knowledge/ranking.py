@@ -12,10 +12,11 @@ The same weights decide, in the offline answer step, whether a passage covers th
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from knowledge.text import parse_cached, term_list, terms
+from knowledge.text import parse_cached, split_sentences, term_list, terms
 
 K1 = 1.2
 B = 0.75
@@ -23,6 +24,7 @@ TITLE_WEIGHT = 2  # a term in the page title counts as two occurrences in the se
 HEADING_WEIGHT = 2  # likewise a term in the headings above the section
 PAGE_SHARE = 1.0  # the page-level BM25 is added to the best section's score
 SECTION_EXTRA = 20  # added to every section's length: a two-line section is not a page
+HEADING_MATCH = 1.0  # offline selection: a restated heading adds this share of its terms' weight
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class _Section:
     doc: int
     tf: Counter[str]  # field-weighted term frequencies (body + headings + title)
     length: float
+    heading: frozenset[str] = frozenset()  # the terms of its own heading
 
 
 @dataclass
@@ -86,7 +89,8 @@ class Corpus:
                 for term in set(title_terms):
                     tf[term] += TITLE_WEIGHT
                 index = len(corpus.sections)
-                corpus.sections.append(_Section(doc, tf, float(len(body) + SECTION_EXTRA)))
+                heading = frozenset(term_list(path[-1])) if path else frozenset()
+                corpus.sections.append(_Section(doc, tf, float(len(body) + SECTION_EXTRA), heading))
                 for term in tf:
                     corpus.postings[term].append(index)
         if corpus.sections:
@@ -100,15 +104,29 @@ class Corpus:
         return len(self.source_ids)
 
     def idf(self, term: str) -> float:
-        """BM25's idf; a term no page contains weighs the most (it is what the pages lack)."""
+        """BM25's idf."""
         n = max(1, self.size)
         df = self.document_frequency.get(term, 0)
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
     def weights(self, question: str) -> dict[str, float]:
-        return {term: self.idf(term) for term in query_terms(question)}
+        """Each question term's idf. A name no page uses (Redis, QUIC) is what the pages lack and
+        weighs the most; a plain word no page uses is as often the user's word for something the
+        pages say otherwise ("cap" for "limit"), and weighs as a word one page uses."""
+        named = _named_terms(question)
+        return {
+            term: self.idf(term) if term in named or self.document_frequency.get(term) else self.idf_of_rarest
+            for term in query_terms(question)
+        }
 
-    def rank(self, question: str, *, limit: int) -> list[RankedPage]:
+    @property
+    def idf_of_rarest(self) -> float:
+        n = max(1, self.size)
+        return math.log(1 + (n - 0.5) / 1.5)
+
+    def rank(self, question: str, *, limit: int, restated_headings: bool = False) -> list[RankedPage]:
+        """restated_headings: a section whose heading the question restates scores more (the
+        offline engine's selection; the model's pre-filter keeps plain BM25)."""
         weights = self.weights(question)
         if not weights or limit < 1:
             return []
@@ -121,6 +139,11 @@ class Corpus:
                 norm = K1 * (1 - B + B * section.length / self.average_section_length)
                 section_scores[index] += weight * tf * (K1 + 1) / (tf + norm)
         for index, score in section_scores.items():
+            heading = self.sections[index].heading
+            if restated_headings and heading:
+                # A heading the question restates ("Which Python versions does Black support?").
+                shared = heading & weights.keys()
+                score += HEADING_MATCH * len(shared) / len(heading) * sum(weights[t] for t in shared)
             doc = self.sections[index].doc
             best_section[doc] = max(best_section[doc], score)
         page_scores: dict[int, float] = defaultdict(float)
@@ -138,6 +161,25 @@ class Corpus:
 QUESTION_FRAME = frozenset(terms("difference differences possible example examples mean means happen happens work works"))
 
 
+_NUMBER_WITH_UNIT = re.compile(r"^(\d+)(?:m?s|m|secs?|mins?|h|hrs?|kb?|mb|gb)$")
+
+
 def query_terms(question: str) -> list[str]:
-    found = [t for t in terms(question) if t not in QUESTION_FRAME]
-    return found or terms(question)
+    found = [t for t in terms(question) if t not in QUESTION_FRAME] or terms(question)
+    # "60s", "10ms", "5mb": docs write the number and the unit apart ("60 seconds"), and the
+    # number is what a passage must have.
+    return list(dict.fromkeys(match.group(1) if (match := _NUMBER_WITH_UNIT.match(term)) else term for term in found))
+
+
+_WORD_SHAPE = re.compile(r"[A-Za-z][\w-]*")
+
+
+def _named_terms(question: str) -> frozenset[str]:
+    """Terms of the words written as names: capitalised inside a sentence, or in capitals (QUIC)."""
+    named: list[str] = []
+    for sentence in split_sentences(question):
+        for index, match in enumerate(_WORD_SHAPE.finditer(sentence)):
+            word = match.group(0)
+            if (index and word[0].isupper()) or (len(word) > 1 and word.isupper()):
+                named.extend(terms(word))
+    return frozenset(named)

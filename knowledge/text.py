@@ -90,6 +90,21 @@ def term_list(text: str) -> list[str]:
     return out
 
 
+def name_parts(text: str) -> frozenset[str]:
+    """Terms a text has only as parts of compound names: "wrap" in `wrap_long_dict_values`,
+    "manager" in `TransformerManager` — the text is about the name, not about those words."""
+    whole: set[str] = set()
+    parts: set[str] = set()
+    for token in _CASED_TOKEN.findall(text):
+        found = term_list(token)
+        if len(found) > 1:
+            whole.add(found[0])
+            parts.update(found[1:])
+        else:
+            whole.update(found)
+    return frozenset(parts - whole)
+
+
 def terms(text: str) -> list[str]:
     """Distinct stemmed content terms (technical tokens kept whole too), in order of first appearance."""
     return list(dict.fromkeys(term_list(text)))
@@ -108,7 +123,7 @@ def search_words(text: str, *, limit: int = 24) -> list[str]:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+(?=[A-Z0-9`\"'(*_]|\[(?!\d{1,3}\]))")
-_ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|approx|incl|Mr|Mrs|Dr|No)\.)$", re.IGNORECASE)
+_ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|a\.k\.a|w\.r\.t|etc|vs|cf|approx|incl|Mr|Mrs|Dr|No)\.)$", re.IGNORECASE)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 _HTML_TAG = re.compile(r"</?[a-zA-Z][\w:-]*(?:\s+[^<>]*?)?/?>")
@@ -181,6 +196,7 @@ class Block:
     lang: str = ""  # a code block's language
     header: str = ""  # a table row's header and delimiter lines
     links: tuple[str, ...] = ()  # the text of the links it held (to other pages, mostly)
+    parents: tuple[str, ...] = ()  # a nested list item's enclosing items, outermost first
 
 
 @dataclass(frozen=True)
@@ -253,6 +269,9 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
     rst_levels: list[str] = []
     para: list[str] = []
     item: list[str] | None = None
+    # The open items of the current list, (indent, text): a nested item keeps its parents.
+    open_items: list[tuple[int, str]] = []
+    item_indent = 0
     lead = ""
     i = 0
 
@@ -280,9 +299,12 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
             raw = " ".join(item)
             text = inline_text(raw)
             if text:
-                add("item", text, lead=lead, links=_link_texts(raw))
+                parents = tuple(t for indent, t in open_items if indent < item_indent)
+                add("item", text, lead=lead, links=_link_texts(raw), parents=parents)
+                open_items[:] = [(indent, t) for indent, t in open_items if indent < item_indent] + [(item_indent, text)]
             item = None
         if para:
+            open_items.clear()
             raw = " ".join(para)
             text = inline_text(raw)
             para = []
@@ -457,7 +479,10 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
                 flush_lead = lead
                 flush()
                 lead = flush_lead  # items of one list share the list's lead-in
+            else:
+                open_items.clear()
             item = [m.group(2)]
+            item_indent = len(m.group(1).expandtabs(4))
             i += 1
             continue
 
@@ -526,6 +551,7 @@ class Unit:
     lang: str = ""
     header: str = ""
     link_text: str = ""  # the text of the links in it: words there name another page
+    parents: tuple[str, ...] = ()  # a nested list item's enclosing items, outermost first
 
 
 def units(content: str, *, kind: str = "markdown") -> list[Unit]:
@@ -538,7 +564,7 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
     out: list[Unit] = []
     for block in parse_cached(content, kind).blocks:
         if block.kind == "paragraph":
-            for sentence in split_sentences(block.text):
+            for sentence in _with_short_answers(split_sentences(block.text)):
                 inside = " ".join(link for link in block.links if link in sentence)
                 if _quotable(sentence):
                     out.append(
@@ -560,6 +586,7 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
                         section=block.section,
                         lead=block.lead,
                         link_text=inside,
+                        parents=block.parents,
                     )
                 )
         elif block.kind == "code":
@@ -572,6 +599,13 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
 
 def _is_link_only(text: str) -> bool:
     return len(words(text)) <= 6 and not text.rstrip().endswith((".", "!", "?"))
+
+
+def _with_short_answers(sentences: list[str]) -> list[str]:
+    """A paragraph's short opening ("Not yet.", "Yes.") is an answer: it stays with the sentence after it."""
+    if len(sentences) > 1 and len(words(sentences[0])) < 4 and not sentences[0].endswith(":"):
+        return [f"{sentences[0]} {sentences[1]}", *sentences[2:]]
+    return sentences
 
 
 def _quotable(sentence: str) -> bool:
