@@ -1,4 +1,4 @@
-"""The knowledge-base answer pipeline (DESIGN §5): a LangGraph StateGraph.
+"""The knowledge-base answer pipeline: a LangGraph StateGraph.
 
     START → gate ─┬─ not an answerable question ─────────────────────────────► END (skip)
                   └► select ─┬─ nothing relevant ──────────────────────────────► END (skip)

@@ -49,6 +49,6 @@ application = ProtocolTypeRouter(
 )
 
 # Everything imported so far lives as long as the process. Freezing it keeps the garbage
-# collector's full passes off that heap: they were the p99 of the query tools (bench/README.md).
+# collector's full passes off that heap: they were the p99 of the query tools.
 gc.collect()
 gc.freeze()

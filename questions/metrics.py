@@ -1,4 +1,4 @@
-"""Prometheus metrics of questions (DESIGN §8), in the default registry that /metrics exposes."""
+"""Prometheus metrics of questions, in the default registry that /metrics exposes."""
 
 from __future__ import annotations
 
