@@ -36,6 +36,8 @@
     if (input && !input.value) store("");
   });
 
+  // Put back after clarion.js (an earlier script) has looked at the message box: a kept draft is
+  // not typing, so a card paused by the typing of a page now gone gets its clock back.
   document.addEventListener("DOMContentLoaded", function () {
     var input = document.getElementById("composer-input");
     var text = saved();
