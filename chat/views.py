@@ -1,3 +1,4 @@
+from asgiref.sync import async_to_sync
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -6,8 +7,8 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from chat import rendering, selectors, services
-from chat.models import Conversation
+from chat import publishing, rendering, selectors, services
+from chat.models import Conversation, user_group_name
 from llm import client_from_settings
 from project.errors import ClarionError
 
@@ -110,10 +111,12 @@ def pin(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
         conversation = services.set_pinned(user=request.user, conversation_id=conversation_id, pinned=request.POST.get("pinned") == "1")
     except Conversation.DoesNotExist:
         raise Http404("No such conversation") from None
+    groups = selectors.grouped_by_day(selectors.conversations_for_user(user=request.user))
+    # The user's other tabs list it in its new place too.
+    async_to_sync(publishing.send)(user_group_name(request.user.pk), rendering.conversation_nav(groups))
     if not request.htmx:
         return redirect("chat:conversation", conversation_id=conversation.pk)
     header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
-    groups = selectors.grouped_by_day(selectors.conversations_for_user(user=request.user))
     return HttpResponse(header + rendering.conversation_nav(groups, current=conversation))
 
 

@@ -54,7 +54,9 @@ def test_edit_is_checked_like_a_new_message_and_writes_nothing(alice, text, erro
 def test_only_the_last_message_the_person_typed_can_be_edited(alice):
     conversation, first, _ = answered(alice)
     second = chat_services.post_user_message(user=alice, conversation_id=conversation.pk, content="and then?")
-    chat_services.save_assistant_message(conversation_id=conversation.pk, in_reply_to_id=second.pk, content="Ok.", tool_calls=[], metadata={})
+    chat_services.save_assistant_message(
+        conversation_id=conversation.pk, in_reply_to_id=second.pk, content="Ok.", tool_calls=[], metadata={}
+    )
     before = rows(conversation)
     for message_id in (first.pk, 10**9):
         with pytest.raises(chat_services.NotEditable, match="Only your last message can be edited."):
@@ -71,7 +73,9 @@ def test_no_edit_while_a_reply_is_being_written_or_a_question_waits(alice):
     request = chat_services.post_user_message(user=alice, conversation_id=conversation.pk, content="hello")
     with pytest.raises(chat_services.NotEditable, match="Wait for the reply to finish"):
         chat_services.edit_last_user_message(user=alice, conversation_id=conversation.pk, message_id=request.pk, content="new")
-    chat_services.save_assistant_message(conversation_id=conversation.pk, in_reply_to_id=request.pk, content="Hi.", tool_calls=[], metadata={})
+    chat_services.save_assistant_message(
+        conversation_id=conversation.pk, in_reply_to_id=request.pk, content="Hi.", tool_calls=[], metadata={}
+    )
     QuestionGroup.objects.create(conversation=conversation, user=alice, kind=QuestionGroup.Kind.ASK)
     with pytest.raises(chat_services.NotEditable, match="Wait for the reply to finish"):
         chat_services.edit_last_user_message(user=alice, conversation_id=conversation.pk, message_id=request.pk, content="new")

@@ -136,7 +136,7 @@ def test_editing_the_last_message_replaces_the_reply_after_it(live_url, session,
 
 # --- 8. code blocks --------------------------------------------------------------------------------
 
-CODE = "def launch(venue):\n    return f\"Book {venue}\"  # today\n"
+CODE = 'def launch(venue):\n    return f"Book {venue}"  # today\n'
 REPLY_WITH_CODE = f"Use this **helper**:\n\n```python\n{CODE}```\n\nThen call it."
 
 
@@ -330,6 +330,9 @@ def test_pinned_conversations_stay_on_top_and_activity_moves_a_conversation_up_i
     oldest = conversation_of(s.user, "Oldest", text="hello", days_ago=3)
     older = conversation_of(s.user, "Older", text="hello", days_ago=2)
     recent = conversation_of(s.user, "Recent", text="hello", days_ago=1)
+    # A second tab shows another conversation; its list follows what happens in the first.
+    other = s.new_page()
+    s.open(recent, other)
     s.open(oldest)
     pin = page.get_by_role("button", name="Pin", exact=True)
     expect(pin).to_have_attribute("aria-pressed", "false")
@@ -339,10 +342,11 @@ def test_pinned_conversations_stay_on_top_and_activity_moves_a_conversation_up_i
     # (Signing in opened an empty conversation: it is today's.)
     assert list_titles(page) == ["Oldest", "New conversation", "Recent", "Older"]
     expect(page.locator(f"#conv-{oldest.pk}")).to_have_class("conversation-link current")
+    expect(other.locator("#conversation-list .conversation-day").first).to_have_text("Pinned")
+    assert list_titles(other) == ["Oldest", "New conversation", "Recent", "Older"]
+    expect(other.locator("#conversation-list .current")).to_have_text("Recent")
 
-    # A second tab shows another conversation; a message in the first moves "Older" up in both.
-    other = s.new_page()
-    s.open(recent, other)
+    # A message in the first tab moves "Older" up in both.
     s.open(older)
     send(page, "What's in progress?")
     expect(page.locator("#conversation-list .conversation-link").nth(1)).to_have_text("Older")
