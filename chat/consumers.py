@@ -115,21 +115,22 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             user=self.scope["user"], conversation_id=self.conversation.pk, content=frame.message
         )
         conversation = message.conversation
-        # The heading shows the title the first message gave the conversation, and the list (in
-        # every tab of this user) shows it on top.
+        # The heading shows the title the first message gave the conversation.
         await self._broadcast(rendering.message_appended(message) + rendering.conversation_heading(conversation))
-        await publishing.publish_conversation_list(self.scope["user"])
         await self.send(text_data=rendering.composer(conversation) + rendering.composer_error(""))
         agent.start_turn(conversation.pk)
+        # Then the list, in every tab of this user, with this conversation on top: after the turn
+        # has started, so its read costs the reply nothing.
+        await publishing.publish_conversation_list(self.scope["user"])
 
     async def _edit(self, frame: EditMessage) -> None:
         message, removed = await database_sync_to_async(services.edit_last_user_message)(
             user=self.scope["user"], conversation_id=self.conversation.pk, message_id=int(frame.message_id), content=frame.message
         )
         await self._broadcast("".join(rendering.message_removed(pk) for pk in removed) + rendering.message_replaced(message))
-        await publishing.publish_conversation_list(self.scope["user"])
         await self.send(text_data=rendering.composer_error(""))
         agent.start_turn(self.conversation.pk)
+        await publishing.publish_conversation_list(self.scope["user"])
 
     async def _retry(self) -> None:
         removed = await database_sync_to_async(services.prepare_retry)(user=self.scope["user"], conversation_id=self.conversation.pk)
