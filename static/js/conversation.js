@@ -106,6 +106,7 @@
       button.className = "small-button code-copy";
       button.textContent = "Copy code";
       head.appendChild(button);
+      pre.tabIndex = 0; // a long line scrolls sideways: the keyboard must reach it too
       pre.parentNode.insertBefore(wrap, pre);
       wrap.appendChild(head);
       wrap.appendChild(pre);
