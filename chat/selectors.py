@@ -3,7 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, cast
 from urllib.parse import urljoin
 
 from django.conf import settings
@@ -141,10 +141,10 @@ def conversation_export(*, user: User, conversation_id: uuid.UUID, base_url: str
     entries = []
     for kind, item in thread_items(conversation=conversation):
         if kind == "questions":
-            group: QuestionGroup = item  # type: ignore[assignment]
+            group = cast("QuestionGroup", item)
             entries.append(ExportEntry(group=group, questions=tuple(question_selectors.group_questions(group))))
         else:
-            message: Message = item  # type: ignore[assignment]
+            message = cast(Message, item)
             citations = tuple(
                 {**c, "url": urljoin(base_url, c["url"])} for c in (message.metadata or {}).get("citations") or [] if c.get("url")
             )
