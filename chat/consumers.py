@@ -5,12 +5,11 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import DatabaseError
-from django.template.loader import render_to_string
 from pydantic import ValidationError
 
-from chat import agent, answering, deadlines, rendering, selectors, services
-from chat.frames import AnswerQuestion, QuestionClock, Regenerate, Retry, SendMessage, SkipQuestions, Stop, parse_frame
-from chat.models import Conversation
+from chat import agent, answering, deadlines, publishing, rendering, selectors, services
+from chat.frames import AnswerQuestion, EditMessage, QuestionClock, Regenerate, Retry, SendMessage, SkipQuestions, Stop, parse_frame
+from chat.models import Conversation, user_group_name
 from project.errors import ClarionError, unavailable_error
 from questions import services as questions
 from questions.models import PendingQuestion
@@ -45,6 +44,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         try:
             self.conversation = await database_sync_to_async(selectors.conversation_for_user)(user=user, conversation_id=conversation_id)
             await self.channel_layer.group_add(self.conversation.group_name, self.channel_name)
+            # The conversation list of every tab follows new activity in any of the user's conversations.
+            await self.channel_layer.group_add(user_group_name(user.pk), self.channel_name)
             deadlines.ensure_sweeper()
             # A turn whose worker died left its message unanswered; the turn lock makes this a
             # no-op while a live turn is still running.
@@ -60,6 +61,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.conversation is not None:
             await self.channel_layer.group_discard(self.conversation.group_name, self.channel_name)
+            await self.channel_layer.group_discard(user_group_name(self.scope["user"].pk), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if self.conversation is None:
@@ -74,6 +76,8 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 await database_sync_to_async(services.request_stop)(user=self.scope["user"], conversation_id=self.conversation.pk)
             elif isinstance(frame, Regenerate):
                 await self._regenerate()
+            elif isinstance(frame, EditMessage):
+                await self._edit(frame)
             elif isinstance(frame, AnswerQuestion):
                 await self._answer(frame)
             elif isinstance(frame, SkipQuestions):
@@ -111,11 +115,22 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             user=self.scope["user"], conversation_id=self.conversation.pk, content=frame.message
         )
         conversation = message.conversation
-        # The sidebar entry and the heading show the title the first message gave the conversation.
-        header = render_to_string("chat/_conversation_header.html", {"conversation": conversation, "oob": True})
-        await self._broadcast(rendering.message_appended(message) + rendering.conversation_link(conversation) + header)
+        # The heading shows the title the first message gave the conversation.
+        await self._broadcast(rendering.message_appended(message) + rendering.conversation_heading(conversation))
         await self.send(text_data=rendering.composer(conversation) + rendering.composer_error(""))
         agent.start_turn(conversation.pk)
+        # Then the list, in every tab of this user, with this conversation on top: after the turn
+        # has started, so its read costs the reply nothing.
+        await publishing.publish_conversation_list(self.scope["user"])
+
+    async def _edit(self, frame: EditMessage) -> None:
+        message, removed = await database_sync_to_async(services.edit_last_user_message)(
+            user=self.scope["user"], conversation_id=self.conversation.pk, message_id=int(frame.message_id), content=frame.message
+        )
+        await self._broadcast("".join(rendering.message_removed(pk) for pk in removed) + rendering.message_replaced(message))
+        await self.send(text_data=rendering.composer_error(""))
+        agent.start_turn(self.conversation.pk)
+        await publishing.publish_conversation_list(self.scope["user"])
 
     async def _retry(self) -> None:
         removed = await database_sync_to_async(services.prepare_retry)(user=self.scope["user"], conversation_id=self.conversation.pk)

@@ -43,6 +43,13 @@ class Regenerate(_Frame):
     action: Literal["regenerate"]
 
 
+class EditMessage(_Frame):
+    action: Literal["edit_message"]
+    # A form field, so the id comes as text: digits only (strict mode takes no "1" for a number).
+    message_id: str = Field(pattern=r"^[0-9]{1,18}$")
+    message: str = Field(max_length=200_000)
+
+
 class AnswerQuestion(AnswerFields):
     """The answer's fields are the HTTP form's (one model, one set of rules); see AnswerFields."""
 
@@ -61,7 +68,7 @@ class QuestionClock(_Frame):
 
 
 ClientFrame = Annotated[
-    Union[SendMessage, Retry, Stop, Regenerate, AnswerQuestion, SkipQuestions, QuestionClock], Field(discriminator="action")
+    Union[SendMessage, Retry, Stop, Regenerate, EditMessage, AnswerQuestion, SkipQuestions, QuestionClock], Field(discriminator="action")
 ]
 _client_frame = TypeAdapter(ClientFrame)
 

@@ -16,6 +16,8 @@ class Conversation(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     # Set by "Stop generating"; a turn whose stream started before it stops and keeps its text.
     stop_requested_at = models.DateTimeField(null=True, blank=True)
+    # Pinned conversations head the list, most recently pinned first.
+    pinned_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-updated_at"]
@@ -33,6 +35,11 @@ class Conversation(models.Model):
 def group_name_of(conversation_id: uuid.UUID) -> str:
     """`Conversation.group_name` from the id alone (no instance to build on the hot path)."""
     return f"conversation-{conversation_id.hex}"
+
+
+def user_group_name(user_id: int) -> str:
+    """The channel-layer group every open tab of one user listens on (their conversation list)."""
+    return f"user-{int(user_id)}"
 
 
 # Tools whose call is shown as a question card rather than as a "looked up" line.

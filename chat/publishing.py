@@ -11,8 +11,8 @@ import uuid
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from chat import rendering
-from chat.models import group_name_of
+from chat import rendering, selectors
+from chat.models import group_name_of, user_group_name
 from questions import selectors as question_selectors
 
 
@@ -30,3 +30,12 @@ def render_group(group_id: uuid.UUID) -> tuple[str, str]:
 async def publish_group(group_id: uuid.UUID) -> None:
     html, group = await database_sync_to_async(render_group)(group_id)
     await send(group, html)
+
+
+def _conversation_list(user) -> str:
+    return rendering.conversation_nav(selectors.grouped_by_day(selectors.conversations_for_user(user=user)))
+
+
+async def publish_conversation_list(user) -> None:
+    """The user's conversation list, in its new order, to every tab they have open."""
+    await send(user_group_name(user.pk), await database_sync_to_async(_conversation_list)(user))

@@ -28,6 +28,28 @@ def conversation_link(conversation: Conversation) -> str:
     return render_to_string("chat/_conversation_link.html", {"conversation": conversation, "current": conversation, "oob": True})
 
 
+def delete_dialog_name(conversation: Conversation) -> str:
+    """The title the Delete dialog names, swapped in whenever the title changes."""
+    return render_to_string("chat/_delete_dialog_name.html", {"conversation": conversation, "oob": True})
+
+
+def conversation_heading(conversation: Conversation) -> str:
+    """The heading and everything else that shows the title in the thread (a new title)."""
+    header = render_to_string("chat/_conversation_header.html", {"conversation": conversation, "oob": True})
+    return header + delete_dialog_name(conversation)
+
+
+def message_replaced(message: Message) -> str:
+    """The message re-rendered in place (an edited message)."""
+    return render_to_string("chat/_message.html", {"message": message, "replaces": f"message-{message.pk}"})
+
+
+def conversation_nav(groups: list, *, current: Conversation | None = None) -> str:
+    """The whole conversation list, swapped in by id (its order changed: a pin, new activity).
+    Broadcast to every tab of the user without `current`: each tab marks its own."""
+    return render_to_string("chat/_conversation_nav.html", {"groups": groups, "conversation": current, "oob": True})
+
+
 def composer(conversation: Conversation) -> str:
     return render_to_string("chat/_composer.html", {"conversation": conversation, "oob": True})
 

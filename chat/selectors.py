@@ -3,10 +3,11 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable, cast
+from urllib.parse import urljoin
 
 from django.conf import settings
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.formats import date_format
 
@@ -19,13 +20,18 @@ from questions import selectors as question_selectors
 from questions.services import QuestionTimeouts
 from workspace.selectors import Snapshot, snapshot_for_user
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from questions.models import PendingQuestion, QuestionGroup
+
 SEARCH_MAX_CHARS = 200
 
 
 def conversations_for_user(*, user, limit: int = 50, query: str = "") -> list[Conversation]:
-    """The user's conversations, newest activity first; with a query, those whose title or any
-    message text contains it (case-insensitive). A NUL in the query is dropped: no stored text
-    holds one, and Postgres would refuse the statement."""
+    """The user's conversations, pinned ones first, then newest activity first; with a query,
+    those whose title or any message text contains it (case-insensitive). A NUL in the query is
+    dropped: no stored text holds one, and Postgres would refuse the statement."""
     conversations = Conversation.objects.filter(owner=user)
     text = " ".join(without_nul(query).split())[:SEARCH_MAX_CHARS]
     if text:
@@ -33,22 +39,28 @@ def conversations_for_user(*, user, limit: int = 50, query: str = "") -> list[Co
             conversation=OuterRef("pk"), content__icontains=text, role__in=[Message.Role.USER, Message.Role.ASSISTANT]
         )
         conversations = conversations.filter(Q(title__icontains=text) | Exists(in_messages))
-    return list(conversations.order_by("-updated_at")[:limit])
+    return list(conversations.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at")[:limit])
 
 
 @dataclass(frozen=True)
 class ConversationGroup:
-    label: str  # "Today", "Yesterday", or the date
+    label: str  # "Pinned", "Today", "Yesterday", or the date
     conversations: list[Conversation]
 
 
+PINNED_LABEL = "Pinned"
+
+
 def grouped_by_day(conversations: list[Conversation], *, today: dt.date | None = None) -> list[ConversationGroup]:
-    """Consecutive conversations under a heading for the local day of their last activity."""
+    """Consecutive conversations under a heading for the local day of their last activity;
+    pinned ones (listed first) under "Pinned"."""
     today = today or timezone.localdate()
     groups: list[ConversationGroup] = []
     for conversation in conversations:
         day = timezone.localdate(conversation.updated_at)
-        if day == today:
+        if conversation.pinned_at is not None:
+            label = PINNED_LABEL
+        elif day == today:
             label = "Today"
         elif day == today - dt.timedelta(days=1):
             label = "Yesterday"
@@ -101,6 +113,43 @@ def thread_items(*, conversation: Conversation) -> list[tuple[str, object]]:
     items = [(m.created_at, "message", m) for m in visible_messages(conversation=conversation)]
     items += [(g.created_at, "questions", g) for g in question_selectors.groups_for_conversation(conversation_id=conversation.pk)]
     return [(kind, obj) for _, kind, obj in sorted(items, key=lambda i: i[0])]
+
+
+@dataclass(frozen=True)
+class ExportEntry:
+    """One entry of an exported thread: a message (its citations with absolute links) or a
+    question card with its questions."""
+
+    message: Message | None = None
+    citations: tuple[dict, ...] = ()
+    group: QuestionGroup | None = None
+    questions: tuple[PendingQuestion, ...] = ()
+
+
+@dataclass(frozen=True)
+class ConversationExport:
+    conversation: Conversation
+    entries: list[ExportEntry]
+    exported_at: dt.datetime
+
+
+def conversation_export(*, user: User, conversation_id: uuid.UUID, base_url: str) -> ConversationExport:
+    """The user's conversation as its export shows it: the thread in order, cards with their
+    answers, citation links made absolute against `base_url`. Conversation.DoesNotExist for
+    another user's id."""
+    conversation = conversation_for_user(user=user, conversation_id=conversation_id)
+    entries = []
+    for kind, item in thread_items(conversation=conversation):
+        if kind == "questions":
+            group = cast("QuestionGroup", item)
+            entries.append(ExportEntry(group=group, questions=tuple(question_selectors.group_questions(group))))
+        else:
+            message = cast(Message, item)
+            citations = tuple(
+                {**c, "url": urljoin(base_url, c["url"])} for c in (message.metadata or {}).get("citations") or [] if c.get("url")
+            )
+            entries.append(ExportEntry(message=message, citations=citations))
+    return ConversationExport(conversation=conversation, entries=entries, exported_at=timezone.now())
 
 
 # --- What a turn reads: loaded once, frozen ---------------------------------------------------

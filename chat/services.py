@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
@@ -12,6 +13,9 @@ from chat.models import CARD_TOOLS, Conversation, Message
 from project.errors import Conflict, Rejected
 from project.text import refuse_nul, without_nul
 from questions import selectors as question_selectors
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 TITLE_CHARS = 60
 # A title is the first few words of the first message, not the whole message again.
@@ -68,6 +72,19 @@ def delete_conversation(*, user, conversation_id) -> None:
     deleted, _ = Conversation.objects.filter(owner=user, pk=conversation_id).delete()
     if not deleted:
         raise Conversation.DoesNotExist
+
+
+@transaction.atomic
+def set_pinned(*, user: User, conversation_id: uuid.UUID, pinned: bool) -> Conversation:
+    """Pin a conversation to the top of the list, or unpin it; another user's id does not exist."""
+    conversation = Conversation.objects.select_for_update().get(owner=user, pk=conversation_id)
+    if pinned and conversation.pinned_at is None:
+        conversation.pinned_at = timezone.now()
+    elif not pinned:
+        conversation.pinned_at = None
+    # Pinning is not activity either: updated_at (the day it is listed under) stays.
+    Conversation.objects.filter(pk=conversation.pk).update(pinned_at=conversation.pinned_at)
+    return conversation
 
 
 def request_stop(*, user, conversation_id) -> None:
@@ -233,6 +250,38 @@ def post_derived_user_message(*, conversation_id, content: str, metadata: dict) 
     message = Message.objects.create(conversation_id=conversation_id, role=Message.Role.USER, content=content, metadata=metadata)
     Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
     return message
+
+
+class NotEditable(Conflict):
+    """An edit of a message that cannot be edited now; the text says why."""
+
+
+@transaction.atomic
+def edit_last_user_message(*, user: User, conversation_id: uuid.UUID, message_id: int, content: str) -> tuple[Message, list[int]]:
+    """Replace the text of the person's last message and remove everything that followed it, so
+    its turn runs again on the new text (as Regenerate does). Returns the message and the ids of
+    the removed rows.
+
+    Checked like a new message (not empty, not too long); only the last message the person typed,
+    and only when no reply is being written and no question waits.
+    """
+    text = validate_user_message(content)
+    conversation = Conversation.objects.select_for_update().get(owner=user, pk=conversation_id)
+    last_user = conversation.messages.filter(role=Message.Role.USER).order_by("-id").first()
+    if last_user is None or last_user.pk != message_id:
+        raise NotEditable("Only your last message can be edited.")
+    if last_user.metadata.get("answer_to") or last_user.metadata.get("clarification_of"):
+        raise NotEditable("That message answered a question; it cannot be edited.")
+    if needs_reply(conversation_id=conversation.pk) or question_selectors.has_open_group(conversation_id=conversation.pk):
+        raise NotEditable("Wait for the reply to finish (or stop it) before editing.")
+    removed = list(conversation.messages.filter(pk__gt=last_user.pk).order_by("id").values_list("pk", flat=True))
+    Message.objects.filter(pk__in=removed).delete()
+    last_user.content = text
+    last_user.metadata = {**last_user.metadata, "edited": True}
+    last_user.save(update_fields=["content", "metadata"])
+    conversation.updated_at = timezone.now()
+    conversation.save(update_fields=["updated_at"])
+    return last_user, removed
 
 
 class NothingToRegenerate(MessageRejected):

@@ -1,11 +1,14 @@
+from asgiref.sync import async_to_sync
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils.http import content_disposition_header
+from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from chat import rendering, selectors, services
-from chat.models import Conversation
+from chat import publishing, rendering, selectors, services
+from chat.models import Conversation, user_group_name
 from llm import client_from_settings
 from project.errors import ClarionError
 
@@ -98,7 +101,36 @@ def rename(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
         context = {"conversation": conversation, "editing": True, "title": title, "error": error}
         return render(request, "chat/_conversation_header.html", context, status=422)
     header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
-    return HttpResponse(header + rendering.conversation_link(conversation))
+    return HttpResponse(header + rendering.conversation_link(conversation) + rendering.delete_dialog_name(conversation))
+
+
+@require_POST
+def pin(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
+    """Pin (pinned=1) or unpin the conversation: the header with its new button, and the list."""
+    try:
+        conversation = services.set_pinned(user=request.user, conversation_id=conversation_id, pinned=request.POST.get("pinned") == "1")
+    except Conversation.DoesNotExist:
+        raise Http404("No such conversation") from None
+    groups = selectors.grouped_by_day(selectors.conversations_for_user(user=request.user))
+    # The user's other tabs list it in its new place too.
+    async_to_sync(publishing.send)(user_group_name(request.user.pk), rendering.conversation_nav(groups))
+    if not request.htmx:
+        return redirect("chat:conversation", conversation_id=conversation.pk)
+    header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
+    return HttpResponse(header + rendering.conversation_nav(groups, current=conversation))
+
+
+@require_GET
+def export(request: HttpRequest, conversation_id) -> HttpResponse:
+    """The conversation as a Markdown file to download."""
+    try:
+        export = selectors.conversation_export(user=request.user, conversation_id=conversation_id, base_url=request.build_absolute_uri("/"))
+    except Conversation.DoesNotExist:
+        raise Http404("No such conversation") from None
+    response = HttpResponse(render_to_string("chat/export.md", {"export": export}), content_type="text/markdown; charset=utf-8")
+    filename = f"{slugify(export.conversation.title) or 'conversation'}.md"
+    response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=filename)
+    return response
 
 
 @require_POST

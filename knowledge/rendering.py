@@ -3,7 +3,8 @@ model writes, only this whitelist reaches a page.
 
 CommonMark (markdown-it-py) plus GitHub-style tables and strikethrough: the shapes models emit —
 nested lists indented by two spaces, fenced code with a language, tables, links — render as a
-reader expects. Every fragment then passes the one nh3 allow-list below.
+reader expects. Code blocks that name their language are highlighted here, on the server, with
+Pygments, as spans of a handful of classes. Every fragment then passes the one nh3 allow-list below.
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ from typing import Callable, Mapping, cast
 import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
+from pygments import lex
+from pygments.lexers import get_lexer_by_name
+from pygments.token import Comment, Generic, Keyword, Name, Number, Operator, String
+from pygments.util import ClassNotFound
 
 from project.text import BIDI_CONTROLS, bidi_marker, visible_bidi_controls
 
@@ -40,13 +46,59 @@ CITATION_CLASS = "citation-ref"
 BIDI_CLASS = "bidi-control"
 _CLASSES = {"a": CITATION_CLASS, "span": BIDI_CLASS}
 
+# The token kinds a code block colours (first match wins), each as the one class its spans carry.
+_TOKEN_CLASSES = (
+    (Comment, "hl-comment"),
+    (String, "hl-string"),
+    (Number, "hl-number"),
+    (Keyword, "hl-keyword"),
+    (Operator.Word, "hl-keyword"),
+    (Name.Tag, "hl-keyword"),
+    (Name.Builtin, "hl-builtin"),
+    (Name.Function, "hl-name"),
+    (Name.Class, "hl-name"),
+    (Name.Decorator, "hl-name"),
+    (Name.Attribute, "hl-name"),
+    (Generic.Inserted, "hl-inserted"),
+    (Generic.Deleted, "hl-deleted"),
+)
+HIGHLIGHT_CLASSES = frozenset(css for _, css in _TOKEN_CLASSES)
+# Past this, a block is shown plain: a reply re-renders whole on every streamed piece.
+HIGHLIGHT_MAX_CHARS = 20_000
+
+
+def _token_class(kind) -> str:
+    return next((css for token, css in _TOKEN_CLASSES if kind in token), "")
+
+
+def highlight_code(code: str, language: str, _attrs: str = "") -> str:
+    """A fenced block's code as escaped HTML with its tokens in spans, or "" (markdown-it then
+    escapes it plainly) when the language is not named or not known."""
+    if not language or len(code) > HIGHLIGHT_MAX_CHARS:
+        return ""
+    try:
+        lexer = get_lexer_by_name(language, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return ""
+    runs: list[tuple[str, str]] = []  # (class, text), neighbours of one class merged
+    for kind, text in lex(code, lexer):
+        css = _token_class(kind)
+        if runs and runs[-1][0] == css:
+            runs[-1] = (css, runs[-1][1] + text)
+        else:
+            runs.append((css, text))
+    return "".join(f'<span class="{css}">{escapeHtml(text)}</span>' if css else escapeHtml(text) for css, text in runs)
+
 
 def _attribute_filter(tag: str, attribute: str, value: str) -> str | None:
-    """Classes and styles only where they carry meaning: a code block's language, a citation
-    marker, a shown bidirectional control, a table column's alignment."""
+    """Classes and styles only where they carry meaning: a code block's language and its
+    highlighted tokens, a citation marker, a shown bidirectional control, a table column's
+    alignment."""
     if attribute == "class":
         if tag == "code":
             return value if _LANGUAGE_CLASS.match(value) else None
+        if tag == "span" and value in HIGHLIGHT_CLASSES:
+            return value
         return value if value == _CLASSES.get(tag) else None
     if attribute == "target":
         return value if value == "_blank" else None
@@ -104,7 +156,7 @@ def _marking_controls(default: Callable[..., str]) -> Callable[..., str]:
 
 
 def _parser(*, raw_html: bool) -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": raw_html}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": raw_html, "highlight": highlight_code}).enable(["table", "strikethrough"])
     # Every link becomes a link and the sanitizer alone decides which URLs survive, so a
     # "[click](javascript:…)" reads as the word "click", not as raw Markdown.
     md.validateLink = lambda url: True  # type: ignore[method-assign]  # markdown-it-py's documented hook

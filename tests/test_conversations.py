@@ -1,10 +1,12 @@
 """Conversation list management: titles, reuse of the empty conversation, rename, delete, search,
 stop and regenerate requests — each scoped to the acting user (another user's id is a 404)."""
 
+import datetime as dt
 import uuid
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from chat import selectors, services
 from chat.models import Conversation, Message
@@ -166,3 +168,80 @@ def test_needs_reply_follows_the_turn_in_at_most_two_statements(alice, django_as
     QuestionGroup.objects.create(conversation=conversation, user=alice, kind=QuestionGroup.Kind.ASK)
     assert not due()  # a question waits for the person: their answer starts the next turn
     assert not services.needs_reply(conversation_id=uuid.uuid4())  # no such conversation
+
+
+def test_pinned_conversations_head_the_list_under_their_own_heading(alice):
+    old = with_message(alice, title="Old")
+    Conversation.objects.filter(pk=old.pk).update(updated_at=timezone.now() - dt.timedelta(days=3))
+    recent = with_message(alice, title="Recent")
+    assert [c.pk for c in selectors.conversations_for_user(user=alice)] == [recent.pk, old.pk]
+    services.set_pinned(user=alice, conversation_id=old.pk, pinned=True)
+    listed = selectors.conversations_for_user(user=alice)
+    assert [c.pk for c in listed] == [old.pk, recent.pk]
+    assert [(g.label, [c.pk for c in g.conversations]) for g in selectors.grouped_by_day(listed)] == [
+        ("Pinned", [old.pk]),
+        ("Today", [recent.pk]),
+    ]
+    old.refresh_from_db()
+    assert old.updated_at < timezone.now() - dt.timedelta(days=2)  # pinning is not activity
+
+
+def test_pin_and_unpin_over_htmx_and_scoped(client, alice, bob):
+    conversation = with_message(alice, title="Launch")
+    url = reverse("chat:pin", args=[conversation.pk])
+    client.force_login(bob)
+    assert client.post(url, {"pinned": "1"}, HTTP_HX_REQUEST="true").status_code == 404
+    conversation.refresh_from_db()
+    assert conversation.pinned_at is None
+    client.force_login(alice)
+    assert client.get(url).status_code == 405
+    response = client.post(url, {"pinned": "1"}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 200 and 'id="conversation-header"' in html and ">Unpin</button>" in html
+    assert 'id="conversation-list"' in html and 'hx-swap-oob="true"' in html and ">Pinned</h2>" in html
+    conversation.refresh_from_db()
+    pinned_at = conversation.pinned_at
+    assert pinned_at is not None
+    client.post(url, {"pinned": "1"}, HTTP_HX_REQUEST="true")  # pinning again keeps its place
+    conversation.refresh_from_db()
+    assert conversation.pinned_at == pinned_at
+    response = client.post(url, {"pinned": "0"})  # a plain form post: back to the page
+    assert response.status_code == 302 and response["Location"] == reverse("chat:conversation", args=[conversation.pk])
+    conversation.refresh_from_db()
+    assert conversation.pinned_at is None
+
+
+def test_rename_also_renames_the_delete_dialog(client, alice):
+    conversation = with_message(alice, title="Old")
+    client.force_login(alice)
+    response = client.post(reverse("chat:rename", args=[conversation.pk]), {"title": "Launch plan"}, HTTP_HX_REQUEST="true")
+    assert '<span id="delete-dialog-name" hx-swap-oob="true">Launch plan</span>' in response.content.decode()
+
+
+def test_export_is_the_thread_as_markdown_for_its_owner_only(client, alice, bob):
+    conversation = with_message(alice, "What does *Clarion* do?", title="Clarion / overview")
+    request = conversation.messages.get()
+    services.save_assistant_message(
+        conversation_id=conversation.pk, in_reply_to_id=request.pk, content="It answers **from the guide** [1].", tool_calls=[],
+        metadata={"citations": [{"n": 1, "title": "Getting started", "url": "/kb/sources/getting-started/#install"}]},
+    )  # fmt: skip
+    group = QuestionGroup.objects.create(conversation=conversation, user=alice, kind=QuestionGroup.Kind.ASK)
+    group.questions.create(
+        conversation=conversation, user=alice, question="Which project?", options=[{"label": "Atlas"}, {"label": "Harbor"}],
+        status="answered", answer="Harbor",
+    )  # fmt: skip
+    url = reverse("chat:export", args=[conversation.pk])
+    client.force_login(bob)
+    assert client.get(url).status_code == 404
+    client.force_login(alice)
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/markdown; charset=utf-8"
+    assert response["Content-Disposition"] == 'attachment; filename="clarion-overview.md"'
+    text = response.content.decode()
+    assert text.startswith("# Clarion / overview\n")
+    assert "**You** · " in text and "\nWhat does *Clarion* do?\n" in text  # as written, not escaped
+    assert "**Assistant** · " in text and "\nIt answers **from the guide** [1].\n" in text
+    assert "1. [Getting started](http://testserver/kb/sources/getting-started/#install)" in text
+    assert "**Question** · " in text and "Which project?\n\n- Atlas\n- Harbor\n\nAnswer: **Harbor**" in text
+    assert text.index("What does") < text.index("It answers") < text.index("Which project?")

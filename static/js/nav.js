@@ -1,4 +1,4 @@
-// Navigation around the chat: the phone drawer, confirmation dialogs, copy buttons.
+// Navigation around the chat: the phone drawer, dialogs, a message's copy button.
 // No inline handlers anywhere: everything hangs off data- attributes through delegation.
 (function () {
   "use strict";
@@ -52,12 +52,12 @@
   var wide = window.matchMedia("(min-width: 721px)");
   wide.addEventListener("change", function (e) { if (e.matches) closeDrawer(false); });
 
-  // --- copy a message's text ------------------------------------------------------------------
+  // --- copy a message: its Markdown source (data-copy-text), or else its text ---------------------
   function copyMessage(button) {
     var article = button.closest(".message");
     var body = article && article.querySelector(".message-body");
     if (!body) return;
-    var text = body.innerText.trim();
+    var text = button.hasAttribute("data-copy-text") ? button.getAttribute("data-copy-text") : body.innerText.trim();
     var done = function (label) {
       var original = button.dataset.label || button.textContent;
       button.dataset.label = original;

@@ -6,7 +6,7 @@ from chat import publishing
 from chat import services as chat_services
 from chat.agent import wait_for_running_turns
 from chat.models import Message
-from tests.websocket import form_frame, open_socket, receive_until
+from tests.websocket import form_frame, open_socket, receive_all, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -118,10 +118,13 @@ async def test_message_round_trip_reaches_every_tab(conversation, alice):
     assert broadcast_b in frames_a
     (composer,) = frames_a - {broadcast_b}
     assert 'id="composer"' in composer
-    # Then the assistant's turn streams into both tabs (the offline engine answers "hello").
-    reply_a, reply_b = await receive_until(tab_a, "offline engine"), await receive_until(tab_b, "offline engine")
-    assert 'class="message message-assistant streaming"' in reply_b
-    assert "offline engine" in reply_a and "offline engine" in reply_b
+    # Then the assistant's turn streams into both tabs (the offline engine answers "hello"), and
+    # every tab of the user gets the conversation list in its new order (this one on top).
+    rest_a, rest_b = await receive_all(tab_a), await receive_all(tab_b)
+    for rest in (rest_a, rest_b):
+        assert "offline engine" in rest
+        assert 'id="conversation-list"' in rest and f'id="conv-{conversation.pk}"' in rest
+    assert 'class="message message-assistant streaming"' in rest_b
 
     await wait_for_running_turns()  # the reply is saved once its stream has ended
     saved = await sync_to_async(lambda: list(Message.objects.values_list("role", "conversation__title")))()

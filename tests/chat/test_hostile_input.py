@@ -155,7 +155,9 @@ async def test_bidirectional_controls_in_a_reply_are_shown_not_obeyed(model_endp
 
     page = await database_sync_to_async(_page_html)(alice, conversation.pk)
     for html in (frames, page):
-        body = html[html.rindex("Your invoice") :]
+        body = html[html.rindex('<div class="message-body markdown">') :]
+        # The Copy button's source shows them as the marker's text, like any attribute.
+        assert 'data-copy-text="Your invoice: [&lt;U+202E&gt;gpj.exe](https://evil.example/invoice&lt;U+202E&gt;.exe' in body
         # The link's text shows the override where it stands; no control is left anywhere.
         assert '<a href="https://evil.example/invoice%E2%80%AE.exe" title="safe&lt;U+2067&gt; file"' in body
         assert f"{marker('202E')}gpj.exe</a>" in body

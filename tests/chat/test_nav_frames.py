@@ -5,6 +5,8 @@ import asyncio
 
 import pytest
 from channels.db import database_sync_to_async as sync_to_async
+from django.test import Client
+from django.urls import reverse
 
 from chat import services as chat_services
 from chat.models import Conversation, Message
@@ -54,3 +56,25 @@ async def test_stop_records_the_request_for_this_conversation_only(alice, bob):
     assert (await sync_to_async(Conversation.objects.get)(pk=mine.pk)).stop_requested_at is not None
     assert (await sync_to_async(Conversation.objects.get)(pk=theirs.pk)).stop_requested_at is None
     await socket.disconnect()
+
+
+async def test_every_tab_of_the_user_gets_the_list_in_its_new_order(alice, bob):
+    shown = await sync_to_async(chat_services.start_conversation)(user=alice)
+    other = await sync_to_async(chat_services.start_conversation)(user=alice)
+    await sync_to_async(chat_services.post_user_message)(user=alice, conversation_id=other.pk, content="budget")
+    theirs = await sync_to_async(chat_services.start_conversation)(user=bob)
+    mine = await open_socket(f"/ws/conversations/{shown.pk}/", user=alice)
+    bobs = await open_socket(f"/ws/conversations/{theirs.pk}/", user=bob)
+    assert (await mine.connect())[0] and (await bobs.connect())[0]
+
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    response = await sync_to_async(client.post)(reverse("chat:pin", args=[other.pk]), {"pinned": "1"}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    listed = await receive_all(mine)
+    assert 'id="conversation-list" aria-label="Conversation list" hx-swap-oob="true"' in listed
+    assert listed.index(">Pinned</h2>") < listed.index(f'id="conv-{other.pk}"') < listed.index(f'id="conv-{shown.pk}"')
+    assert "current" not in listed  # each tab marks the conversation it shows
+    assert await bobs.receive_nothing(timeout=0.5)  # another user's tabs hear nothing of it
+    await mine.disconnect()
+    await bobs.disconnect()

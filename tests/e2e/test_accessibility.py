@@ -205,3 +205,31 @@ def test_keyboard_opens_and_closes_the_phone_drawer(live_url, browser):
         expect(page.get_by_role("button", name="Show conversations")).to_be_focused()
     finally:
         ctx.close()
+
+
+def test_highlighted_code_the_edit_form_and_the_shortcuts_sheet(live_url, context):
+    from chat.models import Message
+
+    user, page = user_page(context, live_url, "dot")
+    conversation = chat_services.start_conversation(user=user)
+    asked = Message.objects.create(conversation=conversation, role="user", content="show me the helper")
+    Message.objects.create(
+        conversation=conversation, role="assistant", in_reply_to=asked,
+        content="Here:\n\n```python\n@cache\ndef launch(venue: str) -> str:\n    return f\"Book {venue}\" + str(42)  # today\n```",
+    )  # fmt: skip
+    page.goto(f"{live_url}/chat/{conversation.pk}/")
+    wait_for_socket(page)
+    expect(page.locator(".code-block .hl-keyword").first).to_be_visible()
+    assert serious_violations(page) == []
+    page.get_by_role("button", name="Edit this message").click()
+    expect(page.get_by_role("textbox", name="Edit your message")).to_be_focused()
+    assert serious_violations(page) == []
+    page.keyboard.press("Escape")
+    page.locator("#message-list").click()
+    page.keyboard.press("?")
+    sheet = page.get_by_role("dialog", name="Keyboard shortcuts")
+    expect(sheet).to_be_visible()
+    expect(sheet.get_by_role("button", name="Close")).to_be_focused()
+    assert serious_violations(page) == []
+    page.keyboard.press("Escape")
+    expect(sheet).to_be_hidden()

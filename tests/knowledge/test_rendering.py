@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from knowledge.rendering import render_markdown, render_source
+import re
+
+from knowledge.rendering import HIGHLIGHT_CLASSES, render_markdown, render_source
 
 
 def test_nested_lists_indented_by_two_spaces_stay_nested():
@@ -17,7 +19,33 @@ def test_ordered_list_inside_a_bulleted_list():
 
 def test_fenced_code_keeps_its_language_and_escapes_its_text():
     html = render_markdown("```python\nif a < b:\n    print('<b>')\n```")
-    assert "<pre><code class=\"language-python\">if a &lt; b:\n    print('&lt;b&gt;')\n</code></pre>" in html
+    assert html.startswith('<pre><code class="language-python">')
+    # Highlighted on the server: the code's text is unchanged, its tokens sit in spans.
+    assert (
+        re.sub(r"</?span[^>]*>", "", html).strip()
+        == "<pre><code class=\"language-python\">if a &lt; b:\n    print('&lt;b&gt;')\n</code></pre>"
+    )
+    assert '<span class="hl-keyword">if</span>' in html and "<span class=\"hl-string\">'&lt;b&gt;'</span>" in html
+
+
+def test_code_blocks_are_highlighted_with_only_the_allowed_span_classes():
+    html = render_markdown('```js\n// note\nconst n = 42; let s = "x";\n```\n\n```diff\n+ added\n- removed\n```')
+    classes = set(re.findall(r'<span class="([^"]*)"', html))
+    assert classes == {"hl-comment", "hl-keyword", "hl-number", "hl-string", "hl-inserted", "hl-deleted"}
+    assert classes <= HIGHLIGHT_CLASSES
+    assert "<span>" not in html  # untyped tokens are plain text, not empty spans
+
+
+def test_code_without_a_known_language_is_plain_escaped_text():
+    for fence in ("```\n", "```no-such-language\n"):
+        html = render_markdown(fence + "if a < b: <span class=x>\n```")
+        assert "<span" not in html and "if a &lt; b: &lt;span class=x&gt;" in html
+
+
+def test_spans_from_a_source_keep_only_the_highlight_classes():
+    html = render_source('<span class="hl-keyword">kept</span> <span class="evil" style="color:red" onclick="x()">text</span>', kind="html")
+    assert '<span class="hl-keyword">kept</span>' in html
+    assert "evil" not in html and "style" not in html and "onclick" not in html and "<span>text</span>" in html
 
 
 def test_tables_with_alignment():
