@@ -5,8 +5,8 @@ Python library, pinned (`pypi`, `version`, a glob of docs files and the files to
 folder of this repository (`path`, the same glob and exclusions) — and its questions: answerable ones
 with their gold page(s) and key facts, unanswerable ones (near misses about the same project, and
 off-topic ones). An sdist is fetched once with `pip download` into .data/bench/ (gitignored), never
-at test time; a repository folder is copied there on each run, as it stands. Sets marked `tuning: true` are the ones the engine's
-weights and thresholds were set on; the others are held out. Each question goes through
+at test time; a repository folder is copied there on each run, as it stands. Sets marked
+`tuning: true` are the ones the engine's weights and thresholds were set on; the others are held out. Each question goes through
 `services.generate_reply`, the service behind `POST /api/v1/reply`, with the set's pages as the
 whole knowledge base.
 
