@@ -1,11 +1,12 @@
 """Knowledge-base answer quality on real documentation, with the offline engine, beside a plain BM25.
 
 Each set in bench/kb_sets/*.yaml names a corpus — the documentation shipped in the sdist of a public
-Python library, pinned (PyPI name, version, a glob of docs files and the files to leave out) — and its
-questions: answerable ones with their gold page(s) and key facts, unanswerable ones (near misses about
-the same project, and off-topic ones). The corpus is fetched once with `pip download` into
-.data/bench/ (gitignored), never at test time. Sets marked `tuning: true` are the ones the engine's
-weights and thresholds were set on; the others are held out. Each question goes through
+Python library, pinned (`pypi`, `version`, a glob of docs files and the files to leave out), or a
+folder of this repository (`path`, the same glob and exclusions) — and its questions: answerable ones
+with their gold page(s) and key facts, unanswerable ones (near misses about the same project, and
+off-topic ones). An sdist is fetched once with `pip download` into .data/bench/ (gitignored), never
+at test time; a repository folder is copied there on each run, as it stands. Sets marked
+`tuning: true` are the ones the engine's weights and thresholds were set on; the others are held out. Each question goes through
 `services.generate_reply`, the service behind `POST /api/v1/reply`, with the set's pages as the
 whole knowledge base.
 
@@ -56,7 +57,10 @@ BM25_MIN_SCORE = 6.0
 
 
 def fetch_docs(source: dict) -> Path:
-    """The set's docs files from the pinned sdist, downloaded once with pip, unpacked under .data/bench/."""
+    """The set's docs files: a folder of this repository as it stands (`path`), or the files of a
+    pinned sdist (`pypi`, `version`), downloaded once with pip and unpacked under .data/bench/."""
+    if "path" in source:
+        return local_docs(source)
     library, version = source["pypi"], str(source["version"])
     target = CACHE / f"{library}-{version}-docs"
     if target.is_dir() and any(target.rglob("*.*")):
@@ -80,6 +84,28 @@ def fetch_docs(source: dict) -> Path:
             destination = target / PurePosixPath(inner).relative_to("docs")
             destination.parent.mkdir(parents=True, exist_ok=True)
             destination.write_bytes(tar.extractfile(member).read())
+    return target
+
+
+def local_docs(source: dict) -> Path:
+    """A copy of the repository folder's docs files under .data/bench/: only the matching files are
+    indexed, and a copy taken per run measures the pages as they stand."""
+    folder = ROOT / source["path"]
+    if not folder.is_dir():
+        raise SystemExit(f"{source['path']} is not a folder of this repository")
+    patterns = str(source["docs"]).split()
+    excluded = set(source.get("exclude", []))
+    target = CACHE / f"local-{PurePosixPath(source['path']).as_posix().replace('/', '-')}"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for file in sorted(folder.rglob("*")):
+        inner = file.relative_to(folder).as_posix()
+        if file.is_file() and inner not in excluded and any(_glob(inner, pattern) for pattern in patterns):
+            destination = target / inner
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(file, destination)
+    if not any(target.rglob("*.*")):
+        raise SystemExit(f"no file of {source['path']} matches {source['docs']!r}")
     return target
 
 
@@ -266,8 +292,9 @@ def run_set(path: Path, *, show_misses: bool, scale: int) -> None:
     baseline = evaluate_bm25(data, pages)
     source = data["source"]
     role = "tuned on" if data.get("tuning") else "held out"
+    origin = f"{source['path']}, this repository" if "path" in source else f"{source['pypi']} {source['version']}, the PyPI sdist"
     print(
-        f"\n### {path.stem}: {source['pypi']} {source['version']} ({len(pages)} pages from the PyPI sdist; {role})\n\n"
+        f"\n### {path.stem}: {len(pages)} pages from {origin} ({role})\n\n"
         f"{len(data['answerable'])} answerable + {len(data['unanswerable'])} unanswerable questions; "
         f"{report.discovered} sources indexed; "
         f"load average {load_average()}\n"
