@@ -69,7 +69,9 @@ HIGHLIGHT_CLASSES = frozenset(css for _, css in _TOKEN_CLASSES)
 HIGHLIGHT_MAX_CHARS = 20_000
 
 
-def _token_class(kind) -> str:
+def _token_class(kind: tuple[str, ...]) -> str:
+    # A Pygments token type is a tuple of names (Name.Function is ("Name", "Function")); `kind in
+    # token` holds for the token type itself and every type under it.
     return next((css for token, css in _TOKEN_CLASSES if kind in token), "")
 
 
