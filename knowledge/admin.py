@@ -1,17 +1,17 @@
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Sequence
+from typing import Any, cast
 
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
-from django.http import HttpRequest, HttpResponseRedirect
+from django.db.models import Count, Model, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.defaultfilters import pluralize
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from knowledge import prompts, selectors, services
 from knowledge.models import AdapterToken, AddedSource, AIConfig, KnowledgeIndex, KnowledgeSource, RebuildJob
 from knowledge.sources import SourceRejected
+from project.users import User
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -28,10 +29,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -63,14 +64,15 @@ class AIConfigForm(forms.ModelForm):
         model = AIConfig
         fields = "__all__"  # noqa: DJ007  (the admin's fieldsets choose which fields show)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for field, default in prompts.defaults_by_field().items():
             if field in self.fields and self.instance.pk and not getattr(self.instance, field):
                 self.initial[field] = default  # an empty prompt means the built-in one: show it
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # returns cleaned_data, typed as possibly None
+        cleaned = self.cleaned_data
         defaults = prompts.defaults_by_field()
         for field, default in defaults.items():
             if cleaned.get(f"reset_{field}"):
@@ -177,10 +179,10 @@ class AIConfigAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: AIConfig | None = None) -> bool:
         return False
 
-    def changelist_view(self, request: HttpRequest, extra_context=None):
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         config = selectors.get_ai_config()
         return HttpResponseRedirect(reverse("admin:knowledge_aiconfig_change", args=[config.pk]))
 
@@ -206,10 +208,10 @@ class SummaryStatusFilter(admin.SimpleListFilter):
     title = "summary"
     parameter_name = "summary"
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         return [("failed", "Last attempt failed"), ("missing", "Not indexed (no summary)"), ("ok", "Up to date")]
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[KnowledgeSource]) -> QuerySet[KnowledgeSource]:
         if self.value() == "failed":
             return queryset.exclude(last_summary_error="")
         if self.value() == "missing":
@@ -249,7 +251,7 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
     class Media:
         css = {"all": ["css/admin.css"]}
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeSource]:
         return super().get_queryset(request).defer("search_vector").select_related("origin")
 
     @admin.display(description="from")
@@ -277,11 +279,11 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
         return format_html('<a href="{}">{}</a>', obj.url, obj.url)
 
     @admin.action(description="Rebuild index (new and changed sources only)")
-    def rebuild_index(self, request: HttpRequest, queryset) -> HttpResponseRedirect:
+    def rebuild_index(self, request: HttpRequest, queryset: QuerySet[KnowledgeSource]) -> HttpResponseRedirect:
         return _start_rebuild(request)
 
     @admin.action(description="Re-summarise the selected sources and rebuild the index")
-    def resummarise_and_rebuild(self, request: HttpRequest, queryset) -> HttpResponseRedirect:
+    def resummarise_and_rebuild(self, request: HttpRequest, queryset: QuerySet[KnowledgeSource]) -> HttpResponseRedirect:
         ids = list(queryset.values_list("source_id", flat=True))
         return _start_rebuild(request, force_source_ids=ids)
 
@@ -290,7 +292,7 @@ def _start_rebuild(request: HttpRequest, *, force_source_ids: list[str] | None =
     """Queue a durable rebuild job, run it in a thread of this process, and show its progress.
     `waiting`: what stays unindexed if another rebuild is running already."""
     try:
-        job = services.request_rebuild(user=request.user, force_source_ids=force_source_ids or [], via="admin")
+        job = services.request_rebuild(user=acting_user(request), force_source_ids=force_source_ids or [], via="admin")
     except services.RebuildAlreadyRunning as exc:
         messages.warning(request, f"{exc} Its progress is shown below; {waiting or 'try again when it has finished.'}")
     else:
@@ -306,7 +308,7 @@ def _start_rebuild(request: HttpRequest, *, force_source_ids: list[str] | None =
     return HttpResponseRedirect(reverse("admin:knowledge_knowledgeindex_changelist"))
 
 
-def rebuild_status_context() -> dict:
+def rebuild_status_context() -> dict[str, object]:
     """The latest rebuild job, after reporting the ones whose process died."""
     services.fail_stale_rebuild_jobs()
     job = RebuildJob.objects.select_related("requested_by").first()
@@ -321,7 +323,7 @@ REBUILD_POLL_SECONDS = 2
 class KnowledgeIndexAdmin(ReadOnlyAdmin):
     """A read-only page: the current artifact, its build, the sources whose summary failed."""
 
-    def get_urls(self):
+    def get_urls(self) -> list[URLPattern]:
         rebuild = self.admin_site.admin_view(require_POST(self.rebuild_view))
         status = self.admin_site.admin_view(require_GET(self.rebuild_status_view))
         return [
@@ -330,7 +332,7 @@ class KnowledgeIndexAdmin(ReadOnlyAdmin):
             *super().get_urls(),
         ]
 
-    def changelist_view(self, request: HttpRequest, extra_context=None):
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if not self.has_view_permission(request):
             return super().changelist_view(request, extra_context)
         context = {
@@ -346,13 +348,13 @@ class KnowledgeIndexAdmin(ReadOnlyAdmin):
         }
         return TemplateResponse(request, "knowledge/admin_index_page.html", context)
 
-    def rebuild_view(self, request: HttpRequest):
+    def rebuild_view(self, request: HttpRequest) -> HttpResponseRedirect:
         if request.user.is_superuser or request.user.has_perm("knowledge.change_knowledgesource"):
             return _start_rebuild(request)
         messages.error(request, "You do not have permission to rebuild the index.")
         return HttpResponseRedirect(reverse("admin:knowledge_knowledgeindex_changelist"))
 
-    def rebuild_status_view(self, request: HttpRequest):
+    def rebuild_status_view(self, request: HttpRequest) -> TemplateResponse:
         """The progress partial the index page polls while a rebuild runs."""
         if not self.has_view_permission(request):
             raise PermissionDenied
@@ -370,7 +372,7 @@ class RebuildJobAdmin(ReadOnlyAdmin):
         "worker", "created_at", "started_at", "heartbeat_at", "finished_at", "outcome", "error",
     )  # fmt: skip
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[RebuildJob]:
         services.fail_stale_rebuild_jobs()
         return super().get_queryset(request).select_related("requested_by")
 
@@ -416,8 +418,9 @@ class AddSourceForm(forms.Form):
         help_text="Read like KNOWLEDGE_SOURCE_DIRS (superusers only): every .md, .txt, .rst and .html file in it.",
     )
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()  # returns cleaned_data, typed as possibly None
+        cleaned = self.cleaned_data
         given = [name for name in ("file", "url", "folder") if cleaned.get(name)]
         if len(given) != 1:
             raise forms.ValidationError("Give one of: a file, a URL or a folder.")
@@ -439,10 +442,10 @@ class AddedSourceAdmin(admin.ModelAdmin):
     class Media:
         css = {"all": ["css/admin.css"]}
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[AddedSource]:
         return super().get_queryset(request).defer("content").select_related("added_by").annotate(page_total=Count("pages"))
 
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: AddedSource | None = None) -> bool:
         # The list's enable/disable actions change sources; a source's own page is read-only.
         return obj is None and super().has_change_permission(request)
 
@@ -450,11 +453,11 @@ class AddedSourceAdmin(admin.ModelAdmin):
     def page_count(self, obj: AddedSource) -> int:
         return getattr(obj, "page_total", 0)
 
-    def changelist_view(self, request: HttpRequest, extra_context=None):
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         configured = [("folder", str(d)) for d in settings.KNOWLEDGE_SOURCE_DIRS] + [("URL", u) for u in settings.KNOWLEDGE_SOURCE_URLS]
         return super().changelist_view(request, {**(extra_context or {}), "configured_sources": configured})
 
-    def add_view(self, request: HttpRequest, form_url="", extra_context=None):
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: dict[str, Any] | None = None) -> HttpResponse:
         if not self.has_add_permission(request):
             raise PermissionDenied
         form = AddSourceForm(request.POST, request.FILES) if request.method == "POST" else AddSourceForm()
@@ -482,7 +485,7 @@ class AddedSourceAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "knowledge/admin_add_source.html", context, status=status)
 
     @staticmethod
-    def _add(request: HttpRequest, data: dict) -> AddedSource:
+    def _add(request: HttpRequest, data: dict[str, Any]) -> AddedSource:
         if upload := data.get("file"):
             if upload.size > settings.KNOWLEDGE_MAX_SOURCE_BYTES:  # not read into memory at all
                 raise SourceRejected(
@@ -494,14 +497,14 @@ class AddedSourceAdmin(admin.ModelAdmin):
         return services.add_folder_source(user=acting_user(request), path=data["folder"])
 
     @admin.action(description="Disable the selected sources (answers stop citing them at once)", permissions=["change"])
-    def disable_selected(self, request: HttpRequest, queryset) -> None:
+    def disable_selected(self, request: HttpRequest, queryset: QuerySet[AddedSource]) -> None:
         count = services.set_added_sources_enabled(
             user=acting_user(request), source_ids=list(queryset.values_list("pk", flat=True)), enabled=False
         )
         messages.success(request, f"Disabled {count} source{pluralize(count)}; the index no longer lists {'it' if count == 1 else 'them'}.")
 
     @admin.action(description="Enable the selected sources and index them", permissions=["change"])
-    def enable_selected(self, request: HttpRequest, queryset) -> HttpResponseRedirect | None:
+    def enable_selected(self, request: HttpRequest, queryset: QuerySet[AddedSource]) -> HttpResponseRedirect | None:
         count = services.set_added_sources_enabled(
             user=acting_user(request), source_ids=list(queryset.values_list("pk", flat=True)), enabled=True
         )
@@ -511,7 +514,9 @@ class AddedSourceAdmin(admin.ModelAdmin):
         messages.success(request, f"Enabled {count} source{pluralize(count)}.")
         return _start_rebuild(request, waiting="the enabled sources are indexed by the next rebuild: start one when this one has finished.")
 
-    def get_deleted_objects(self, objs, request: HttpRequest):
+    def get_deleted_objects(
+        self, objs: Sequence[AddedSource] | QuerySet[AddedSource], request: HttpRequest
+    ) -> tuple[list[str], dict[str, int], set[str], list[str]]:
         # The indexed pages go with their source; they are not edited on their own (read-only).
         deleted, counts, _, protected = super().get_deleted_objects(objs, request)
         return deleted, counts, set(), protected
@@ -519,7 +524,7 @@ class AddedSourceAdmin(admin.ModelAdmin):
     def delete_model(self, request: HttpRequest, obj: AddedSource) -> None:
         services.remove_added_sources(user=acting_user(request), source_ids=[obj.pk])
 
-    def delete_queryset(self, request: HttpRequest, queryset) -> None:
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[AddedSource]) -> None:
         services.remove_added_sources(user=acting_user(request), source_ids=list(queryset.values_list("pk", flat=True)))
 
 
@@ -531,14 +536,14 @@ class AdapterTokenAdmin(admin.ModelAdmin):
     actions = ["deactivate_selected"]
 
     @admin.action(description="Deactivate the selected tokens (requests with them are refused)")
-    def deactivate_selected(self, request: HttpRequest, queryset) -> None:
+    def deactivate_selected(self, request: HttpRequest, queryset: QuerySet[AdapterToken]) -> None:
         count = services.deactivate_adapter_tokens(token_ids=list(queryset.values_list("pk", flat=True)))
         messages.success(request, f"Deactivated {count} token{'' if count == 1 else 's'}.")
 
-    def get_fields(self, request, obj=None):
-        return ["name"] if obj is None else ["name", "prefix", "is_active", "created_at", "last_used_at"]
+    def get_fields(self, request: HttpRequest, obj: AdapterToken | None = None) -> tuple[str, ...]:
+        return ("name",) if obj is None else ("name", "prefix", "is_active", "created_at", "last_used_at")
 
-    def save_model(self, request, obj: AdapterToken, form, change) -> None:
+    def save_model(self, request: HttpRequest, obj: AdapterToken, form: forms.ModelForm, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return

@@ -11,12 +11,14 @@ through JsonErrorsMiddleware.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
+from typing import cast
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
@@ -24,6 +26,7 @@ from knowledge import selectors, services
 from knowledge.schemas import ReplyRequest
 from knowledge.views import bearer_token
 from project import throttle
+from project.security import GetResponse
 
 API_PREFIX = "/api/"
 
@@ -66,21 +69,21 @@ class JsonErrorsMiddleware:
     sync_capable = True
     async_capable = True
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:
             markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
         if self.is_async:
             return self.__acall__(request)
-        return self._as_json(request, self.get_response(request))
+        return self._as_json(request, cast(HttpResponseBase, self.get_response(request)))  # a sync chain
 
-    async def __acall__(self, request: HttpRequest) -> HttpResponse:
-        return self._as_json(request, await self.get_response(request))
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        return self._as_json(request, await cast(Awaitable[HttpResponseBase], self.get_response(request)))  # an async chain
 
-    def _as_json(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    def _as_json(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         if not request.path.startswith(API_PREFIX) or response.status_code < 400 or response.get("Content-Type") == "application/json":
             return response
         status = response.status_code

@@ -86,7 +86,9 @@ def truncate(text: str, *, max_chars: int) -> str:
         return window[:cut].rstrip()
     # No sentence ends early enough: cut at a word, never inside a marker, and keep the
     # markers of the sentence that was cut so what remains of it is still attributed.
-    sentence = re.match(r"[^\n]*?[.!?](?=\s|$)|[^\n]*", text).group(0)
+    first = re.match(r"[^\n]*?[.!?](?=\s|$)|[^\n]*", text)
+    assert first is not None  # the second alternative matches any text, even an empty one
+    sentence = first.group(0)
     markers = "".join(f"[{n}]" for n in MARKER.findall(sentence) if f"[{n}]" not in text[: max_chars // 3])
     suffix = "…" + (f" {markers}" if markers else "")
     window = text[: max(1, max_chars - len(suffix))]

@@ -13,7 +13,7 @@ import hashlib
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import BaseValidator, MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models.expressions import CombinedExpression
 from django.urls import reverse
@@ -170,7 +170,7 @@ class KnowledgeIndex(models.Model):
         return f"Index of {self.source_count} sources, built {self.built_at:%Y-%m-%d %H:%M}"
 
 
-def _positive(max_value: float):
+def _positive(max_value: float) -> list[BaseValidator]:
     return [MinValueValidator(0.1), MaxValueValidator(max_value)]
 
 

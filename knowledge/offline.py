@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from knowledge.citations import MARKER
@@ -194,7 +194,7 @@ def answer(
     asks_default = _DEFAULT in wanted
     wanted_set = frozenset(wanted)
 
-    def mass(found) -> float:
+    def mass(found: Iterable[str]) -> float:
         return sum(weight[t] for t in found)
 
     candidates: list[_Candidate] = []
@@ -260,7 +260,16 @@ def answer(
     return _render(chosen, analysed, titles=[src[0] for src in sources], max_chars=max_chars)
 
 
-def _from_two_sources(wanted, candidates, analysed, sources, *, mass, total, max_chars) -> DraftAnswer:
+def _from_two_sources(
+    wanted: frozenset[str],
+    candidates: list[_Candidate],
+    analysed: list[_Analysed],
+    sources: list[tuple[str, str]] | list[tuple[str, str, str]],
+    *,
+    mass: Callable[[Iterable[str]], float],
+    total: float,
+    max_chars: int,
+) -> DraftAnswer:
     """Two pieces from two sources that together cover the question ("A and B?")."""
     # A section's opening sentences stand for what its heading names: they may carry less.
     strong = [

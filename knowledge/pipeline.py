@@ -22,11 +22,12 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Literal, TypedDict
+from typing import Awaitable, Callable, Literal, Protocol, TypedDict, TypeVar, cast
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
@@ -100,6 +101,7 @@ class Policy:
 
 
 Loader = Callable[[list[str]], Awaitable[dict[str, LoadedSource]]]
+Schema = TypeVar("Schema", bound=BaseModel)
 
 
 @dataclass
@@ -116,7 +118,7 @@ class PipelineContext:
     trace: CallTrace = field(default_factory=CallTrace)
     latency_ms: dict[str, float] = field(default_factory=dict)
 
-    async def structured(self, purpose: str, *, system: str, user: str, schema: type[BaseModel]) -> BaseModel:
+    async def structured(self, purpose: str, *, system: str, user: str, schema: type[Schema]) -> Schema:
         messages = [
             ChatMessage(role="system", content=f"{system.strip()}\n\n{_format_instruction(schema)}"),
             ChatMessage(role="user", content=user),
@@ -137,8 +139,14 @@ def _format_instruction(schema: type[BaseModel]) -> str:
     return "Reply with only a JSON object that matches this JSON schema:\n" + json.dumps(schema.model_json_schema(), separators=(",", ":"))
 
 
-def _timed(name: str):
-    def decorate(fn):
+class Node(Protocol):
+    """A node of the graph: reads the state, returns the keys it changes."""
+
+    def __call__(self, state: PipelineState, runtime: Runtime[PipelineContext]) -> Awaitable[dict]: ...
+
+
+def _timed(name: str) -> Callable[[Node], Node]:
+    def decorate(fn: Node) -> Node:
         @functools.wraps(fn)
         async def wrapper(state: PipelineState, runtime: Runtime[PipelineContext]) -> dict:
             started = time.perf_counter()
@@ -334,10 +342,10 @@ def _continue_unless_skipped(state: PipelineState) -> Literal["continue", "stop"
     return "stop" if state.get("skip_reason") else "continue"
 
 
-def build_graph():
+def build_graph() -> CompiledStateGraph[PipelineState, PipelineContext, PipelineState, PipelineState]:
     builder = StateGraph(PipelineState, context_schema=PipelineContext)
-    for name, node in (("gate", gate), ("select", select), ("load", load), ("generate", generate), ("verify", verify)):
-        builder.add_node(name, node)
+    for name, action in (("gate", gate), ("select", select), ("load", load), ("generate", generate), ("verify", verify)):
+        builder.add_node(name, action)
     builder.add_edge(START, "gate")
     for node, following in (("gate", "select"), ("select", "load"), ("load", "generate"), ("generate", "verify")):
         builder.add_conditional_edges(node, _continue_unless_skipped, {"continue": following, "stop": END})
@@ -401,7 +409,8 @@ async def run(
             state = {**state, "skip_reason": "gate: empty question"}
         else:
             async with asyncio.timeout(policy.request_timeout_seconds):
-                state = await GRAPH.ainvoke(state, context=ctx)
+                # The final state: ainvoke's declared type covers its other stream modes too.
+                state = cast(PipelineState, await GRAPH.ainvoke(state, context=ctx))
     except TimeoutError:
         error = f"timeout: no verified answer within {ctx.policy.request_timeout_seconds:g} s" if ctx else "timeout"
     except LLMError as exc:
@@ -474,7 +483,7 @@ def _log(context_fields: dict, state: PipelineState, ctx: PipelineContext | None
     log.log(level, "kb answer %s", message, extra={"kb": fields, **{k: v for k, v in fields.items()}})
 
 
-def _log_value(value) -> str:
+def _log_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str) and (" " in value or not value):

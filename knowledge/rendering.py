@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Callable, Mapping, cast
+from typing import Callable, Mapping, Sequence, cast
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
@@ -20,6 +20,8 @@ from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from pygments import lex
 from pygments.lexers import get_lexer_by_name
 from pygments.token import Comment, Generic, Keyword, Name, Number, Operator, String
@@ -67,7 +69,9 @@ HIGHLIGHT_CLASSES = frozenset(css for _, css in _TOKEN_CLASSES)
 HIGHLIGHT_MAX_CHARS = 20_000
 
 
-def _token_class(kind) -> str:
+def _token_class(kind: tuple[str, ...]) -> str:
+    # A Pygments token type is a tuple of names (Name.Function is ("Name", "Function")); `kind in
+    # token` holds for the token type itself and every type under it.
     return next((css for token, css in _TOKEN_CLASSES if kind in token), "")
 
 
@@ -148,7 +152,7 @@ def _visible_controls_in_attributes(state: StateCore) -> None:
 def _marking_controls(default: Callable[..., str]) -> Callable[..., str]:
     """A render rule whose output (text escaped by `default`) shows each control as a marker."""
 
-    def render(self, tokens, idx, options, env) -> str:
+    def render(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         html = default(tokens, idx, options, env)
         return BIDI_CONTROLS.sub(lambda m: f'<span class="{BIDI_CLASS}">{_escape(bidi_marker(m.group()))}</span>', html)
 

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, TypedDict, Unpack
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlsplit
 
@@ -54,7 +54,7 @@ from knowledge.text import clean_summary, extractive_summary, normalise_for_matc
 from llm import ChatMessage, LLMClient
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+    from project.users import User
 
 log = logging.getLogger("clarion.knowledge")
 
@@ -505,7 +505,9 @@ def _request_key() -> int:
     return locks.REBUILD_LOCK_KEY ^ 0x5EED  # another key: serialises requests, not rebuilds
 
 
-def request_rebuild(*, user=None, force: bool = False, force_source_ids: Iterable[str] = (), via: str = "admin") -> RebuildJob:
+def request_rebuild(
+    *, user: User | None = None, force: bool = False, force_source_ids: Iterable[str] = (), via: str = "admin"
+) -> RebuildJob:
     """Queue a rebuild. Raises RebuildAlreadyRunning when one is queued or running (and alive)."""
     fail_stale_rebuild_jobs()
     with transaction.atomic():
@@ -548,7 +550,18 @@ def fail_stale_rebuild_jobs(*, stale_after: float | None = None) -> int:
     return marked
 
 
-def run_rebuild_job(*, job_id: int, progress: Callable[[RebuildProgress], None] | None = None, **rebuild_options) -> RebuildReport:
+class RebuildOptions(TypedDict, total=False):
+    """What a job's runner may pass on to `rebuild_kb_index` besides the job's own settings."""
+
+    summarizer: Summarizer | None
+    source_dirs: list[Path] | None
+    source_urls: list[str] | None
+    concurrency: int | None
+
+
+def run_rebuild_job(
+    *, job_id: int, progress: Callable[[RebuildProgress], None] | None = None, **rebuild_options: Unpack[RebuildOptions]
+) -> RebuildReport:
     """Claim a queued job and run it here, recording progress, heartbeat and outcome on its row.
 
     Raises RebuildAlreadyRunning if the job is not queued any more (another runner has it) or

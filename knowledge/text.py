@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
+from typing import Any
 
 # Postgres' English stop words (snowball), plus a few words that carry no topic in questions.
 STOPWORDS = frozenset(
@@ -290,7 +291,7 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
     def heading() -> str:
         return stack[-1][1] if stack else ""
 
-    def add(kind_: str, text: str, **extra) -> None:
+    def add(kind_: str, text: str, **extra: Any) -> None:
         blocks.append(Block(kind_, text, heading(), section(), **extra))
 
     def flush() -> None:

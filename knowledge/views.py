@@ -16,10 +16,11 @@ from knowledge import links, selectors
 from knowledge import metrics as _metrics
 from knowledge.models import KnowledgeSource
 from knowledge.rendering import relative_link_targets, render_source, resolve_relative_links
+from project.users import AuthenticatedHttpRequest
 
 
 @require_GET
-def source_page(request: HttpRequest, pk: int) -> HttpResponse:
+def source_page(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     try:
         source = selectors.source_for_page(pk=pk)
     except KnowledgeSource.DoesNotExist:

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 import gc
 import os
 
@@ -10,21 +12,21 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.exceptions import SuspiciousFileOperation  # noqa: E402
-from django.http import Http404  # noqa: E402
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse  # noqa: E402
 
 from chat.deadlines import ensure_sweeper  # noqa: E402
 from chat.routing import websocket_urlpatterns  # noqa: E402
-from project.security import OwnOriginValidator  # noqa: E402
+from project.security import ASGIApp, OwnOriginValidator, Receive, Scope, Send  # noqa: E402
 
 
 class StartsBackgroundWork:
     """Daphne has no startup hook: the first request of any kind starts this process's deadline
     sweep, so questions whose process died expire even if no tab ever opens a websocket here."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         ensure_sweeper()
         return await self.app(scope, receive, send)
 
@@ -34,7 +36,7 @@ class StaticFiles(ASGIStaticFilesHandler):
     path that climbs out of the static folders (`/static/../manage.py`) is simply not a static
     file: a 404, not a 500 with a traceback."""
 
-    def serve(self, request):
+    def serve(self, request: HttpRequest) -> HttpResponse | FileResponse:
         try:
             return super().serve(request)
         except SuspiciousFileOperation as exc:

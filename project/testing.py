@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
+from typing import cast
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.contrib.auth.decorators import login_not_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 
 from chat import background
+from project.security import GetResponse
 
 IDLE_PATH = "/__test__/idle/"
 _in_flight = 0
@@ -27,13 +30,13 @@ class InFlightRequestsMiddleware:
     sync_capable = True
     async_capable = True
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: GetResponse) -> None:
         self.get_response = get_response
         self.is_async = iscoroutinefunction(get_response)
         if self.is_async:
             markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
         if self.is_async:
             return self.__acall__(request)
         global _in_flight
@@ -45,13 +48,15 @@ class InFlightRequestsMiddleware:
         finally:
             _in_flight -= 1
 
-    async def __acall__(self, request: HttpRequest):
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        # An async chain: the next step returns an awaitable.
+        get_response = cast(Callable[[HttpRequest], Awaitable[HttpResponseBase]], self.get_response)
         global _in_flight
         if request.path == IDLE_PATH:
-            return await self.get_response(request)
+            return await get_response(request)
         _in_flight += 1
         try:
-            return await self.get_response(request)
+            return await get_response(request)
         finally:
             _in_flight -= 1
 

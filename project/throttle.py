@@ -7,7 +7,9 @@ in its authentication backend; the functions here are the hooks its settings nam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from axes.handlers.proxy import AxesProxyHandler
 from axes.helpers import get_cool_off
@@ -17,12 +19,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+if TYPE_CHECKING:
+    from axes.models import AccessBase
+
 # What an adapter's failed token check is recorded as. No account is involved (and the token
 # itself is never recorded): only the client address counts.
 ADAPTER_CREDENTIALS: dict[str, str | None] = {"username": None}
 
 
-def lockout_parameters(request, credentials: dict | None = None) -> list[str]:
+def lockout_parameters(request: HttpRequest | AccessBase, credentials: Mapping[str, object] | None = None) -> list[str]:
     """Failures count per account and, separately, per client address; an adapter's token check
     has no account."""
     username = (credentials or {}).get("username")
@@ -50,7 +55,9 @@ def retry_after_seconds(request: HttpRequest) -> int:
     return int((get_cool_off(request) or timedelta(0)).total_seconds())
 
 
-def lockout_response(request: HttpRequest, original_response=None, credentials: dict | None = None) -> HttpResponse:
+def lockout_response(
+    request: HttpRequest, original_response: HttpResponse | None = None, credentials: Mapping[str, object] | None = None
+) -> HttpResponse:
     """The page a locked-out person sees instead of the login form (AXES_LOCKOUT_CALLABLE)."""
     response = render(
         request,

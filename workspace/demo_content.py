@@ -11,6 +11,7 @@ import datetime as dt
 from django.db import transaction
 from django.utils import timezone
 
+from project.users import User
 from workspace import services
 
 # key -> (name, description); tasks and notes refer to projects by key, None = no project.
@@ -266,12 +267,12 @@ NOTES: list[tuple[str | None, str, str]] = [
 ]
 
 
-def workspace_counts(*, user) -> dict[str, int]:
+def workspace_counts(*, user: User) -> dict[str, int]:
     return {"projects": user.projects.count(), "tasks": user.tasks.count(), "notes": user.notes.count()}
 
 
 @transaction.atomic
-def seed_demo_workspace(*, user) -> dict[str, int]:
+def seed_demo_workspace(*, user: User) -> dict[str, int]:
     """Create the demo projects, tasks and notes for `user` and return the user's counts afterwards.
 
     Does not check for existing content; the caller decides whether seeding is wanted.

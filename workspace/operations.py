@@ -11,13 +11,14 @@ one transaction — all or nothing.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, TypedDict, Union
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from project.errors import Rejected
+from project.users import User
 from workspace import services
 from workspace.models import Note, Project, Task
 
@@ -133,22 +134,40 @@ class ProposeOperationsArgs(_Op):
     operations: list[Operation] = Field(min_length=1, max_length=MAX_OPERATIONS)
 
 
-def _targets(operations: list) -> dict[type, set[int]]:
-    wanted: dict[type, set[int]] = {Task: set(), Note: set(), Project: set()}
+# A row an operation names; the rows a batch names, by kind then id (what `describe` words them with).
+Row = Task | Note | Project
+Rows = dict[type[Row], dict[int, Row]]
+
+
+class OperationLine(TypedDict):
+    """One line of a confirmation card."""
+
+    op: str
+    text: str
+    destructive: bool
+
+
+class Applied(TypedDict):
+    applied: int
+    by_operation: dict[str, int]
+
+
+def _targets(operations: list[Operation]) -> dict[type[Row], set[int]]:
+    wanted: dict[type[Row], set[int]] = {Task: set(), Note: set(), Project: set()}
     for op in operations:
         if hasattr(op, "task_id"):
             wanted[Task].add(op.task_id)
         if hasattr(op, "note_id"):
             wanted[Note].add(op.note_id)
-        if getattr(op, "project_id", None) is not None:
+        if hasattr(op, "project_id") and op.project_id is not None:
             wanted[Project].add(op.project_id)
     return wanted
 
 
-def _owned(*, user, operations: list) -> dict[type, dict[int, object]]:
+def _owned(*, user: User, operations: list[Operation]) -> Rows:
     """The rows the operations touch, all the user's — or OperationRejected naming the others."""
-    found: dict[type, dict[int, object]] = {}
-    missing = []
+    found: Rows = {}
+    missing: list[str] = []
     for model, ids in _targets(operations).items():
         rows = {row.pk: row for row in model.objects.filter(owner=user, pk__in=ids)} if ids else {}
         found[model] = rows
@@ -159,18 +178,18 @@ def _owned(*, user, operations: list) -> dict[type, dict[int, object]]:
     return found
 
 
-def check(*, user, operations: list) -> list[dict]:
+def check(*, user: User, operations: list[Operation]) -> list[OperationLine]:
     """Validate a proposal for this user; returns what the card shows, one line per operation."""
     rows = _owned(user=user, operations=operations)
     return [{"op": op.op, "text": describe(op, rows), "destructive": op.op in DESTRUCTIVE} for op in operations]
 
 
-def describe(op, rows: dict[type, dict[int, object]]) -> str:
-    def title(model, pk):
+def describe(op: Operation, rows: Rows) -> str:
+    def title(model: type[Row], pk: int) -> str:
         row = rows[model].get(pk)
         return f"“{getattr(row, 'title', None) or getattr(row, 'name', '')}”"
 
-    def project(pk):
+    def project(pk: int | None) -> str:
         return "no project" if pk is None else title(Project, pk)
 
     match op.op:
@@ -203,7 +222,7 @@ def describe(op, rows: dict[type, dict[int, object]]) -> str:
 
 
 @transaction.atomic
-def apply(*, user, operations: list[dict]) -> dict:
+def apply(*, user: User, operations: list[dict[str, object]]) -> Applied:
     """Apply confirmed operations (as stored JSON) in one transaction, after re-checking that
     every row still exists and is the user's. Raises OperationRejected; nothing is then written."""
     ops = OPERATIONS.validate_python(operations)
@@ -215,7 +234,7 @@ def apply(*, user, operations: list[dict]) -> dict:
     counts: dict[str, int] = {}
     for op in ops:
         try:
-            _apply_one(user, op, rows)
+            _apply_one(user, op)
         except ObjectDoesNotExist:
             # Gone since the check (deleted by an earlier operation of this batch, or elsewhere).
             raise OperationRejected(f"{describe(op, rows)}: it no longer exists. Nothing was changed.") from None
@@ -223,7 +242,7 @@ def apply(*, user, operations: list[dict]) -> dict:
     return {"applied": len(ops), "by_operation": counts}
 
 
-def _apply_one(user, op, rows) -> None:
+def _apply_one(user: User, op: Operation) -> None:
     """One confirmed operation, through the same service a person's edit would use."""
     fields = op.model_dump(exclude={"op"})
     write = getattr(services, op.op)

@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Model, QuerySet
 
+from project.users import User
 from workspace.models import Note, Project, Task, note_search_vector
 
 T = TypeVar("T")
+M = TypeVar("M", bound=Model)
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class ProjectStats:
         return self.todo + self.in_progress + self.completed
 
 
-def _page(queryset: QuerySet, *, limit: int) -> Page:
+def _page(queryset: QuerySet[M], *, limit: int) -> Page[M]:
     # Fetch one row more than asked: the count query only runs when something was cut off.
     rows = list(queryset[: limit + 1])
     if len(rows) <= limit:
@@ -51,12 +53,14 @@ def _page(queryset: QuerySet, *, limit: int) -> Page:
     return Page(items=rows[:limit], total=queryset.order_by().count())
 
 
-def project_for_user(*, user, project_id: int) -> Project:
+def project_for_user(*, user: User, project_id: int) -> Project:
     """The user's project, or Project.DoesNotExist — another user's id looks exactly like a missing one."""
     return Project.objects.get(owner=user, pk=project_id)
 
 
-def tasks_for_user(*, user, status: str = "all", project_id: int | None = None, search: str | None = None, limit: int = 100) -> Page[Task]:
+def tasks_for_user(
+    *, user: User, status: str = "all", project_id: int | None = None, search: str | None = None, limit: int = 100
+) -> Page[Task]:
     tasks = Task.objects.filter(owner=user).select_related("project")
     if status != "all":
         tasks = tasks.filter(status=status)
@@ -67,7 +71,7 @@ def tasks_for_user(*, user, status: str = "all", project_id: int | None = None, 
     return _page(tasks.order_by("-created_at", "-id"), limit=limit)
 
 
-def notes_for_user(*, user, project_id: int | None = None, search_term: str | None = None, limit: int = 50) -> Page[Note]:
+def notes_for_user(*, user: User, project_id: int | None = None, search_term: str | None = None, limit: int = 50) -> Page[Note]:
     notes = Note.objects.filter(owner=user).select_related("project")
     if project_id is not None:
         notes = notes.filter(project_id=project_id)
@@ -78,14 +82,14 @@ def notes_for_user(*, user, project_id: int | None = None, search_term: str | No
     return _page(notes.order_by("-updated_at", "-id"), limit=limit)
 
 
-def projects_for_user(*, user, include_archived: bool = True) -> list[Project]:
+def projects_for_user(*, user: User, include_archived: bool = True) -> list[Project]:
     projects = Project.objects.filter(owner=user)
     if not include_archived:
         projects = projects.filter(archived=False)
     return list(projects.order_by("archived", "name", "id"))
 
 
-def project_stats_for_user(*, user) -> list[ProjectStats]:
+def project_stats_for_user(*, user: User) -> list[ProjectStats]:
     """Every project of the user with its task counts by status and its note count: two queries."""
     counts: dict[int | None, dict[str, int]] = {}
     rows = Task.objects.filter(owner=user).order_by().values_list("project_id", "status").annotate(n=Count("id"))
@@ -105,7 +109,7 @@ def project_stats_for_user(*, user) -> list[ProjectStats]:
     ]
 
 
-def task_status_counts(*, user) -> dict[str, int]:
+def task_status_counts(*, user: User) -> dict[str, int]:
     counts = dict(Task.objects.filter(owner=user).order_by().values("status").annotate(n=Count("id")).values_list("status", "n"))
     return {status: counts.get(status, 0) for status in Task.Status.values}
 
@@ -153,7 +157,7 @@ SNAPSHOT_IN_PROGRESS = 5
 SNAPSHOT_NOTES = 15
 
 
-def snapshot_for_user(*, user) -> Snapshot:
+def snapshot_for_user(*, user: User) -> Snapshot:
     """What every turn starts with: the newest to-do and in-progress tasks, the completed count,
     the newest notes and every project with its counts."""
 

@@ -12,20 +12,24 @@ import datetime as dt
 from django.db import transaction
 from django.utils import timezone
 
+from project.users import User
 from workspace.models import Note, Project, Task
 
+# The kinds of row a user owns; `_changed` and `_deleted` write any of them.
+OwnedModel = type[Project] | type[Task] | type[Note]
 
-def _owned_project(*, user, project_id: int | None) -> Project | None:
+
+def _owned_project(*, user: User, project_id: int | None) -> Project | None:
     return None if project_id is None else Project.objects.get(owner=user, pk=project_id)
 
 
-def _changed(model, *, user, pk: int, **fields) -> None:
+def _changed(model: OwnedModel, *, user: User, pk: int, **fields: object) -> None:
     """One UPDATE of the user's row; DoesNotExist when there is no such row of theirs."""
     if not model.objects.filter(owner=user, pk=pk).update(**fields, updated_at=timezone.now()):
         raise model.DoesNotExist(f"No {model.__name__.lower()} {pk}.")
 
 
-def _deleted(model, *, user, pk: int) -> None:
+def _deleted(model: OwnedModel, *, user: User, pk: int) -> None:
     deleted, _ = model.objects.filter(owner=user, pk=pk).delete()
     if not deleted:
         raise model.DoesNotExist(f"No {model.__name__.lower()} {pk}.")
@@ -34,16 +38,18 @@ def _deleted(model, *, user, pk: int) -> None:
 # --- projects
 
 
-def create_project(*, user, name: str, description: str = "") -> Project:
+def create_project(*, user: User, name: str, description: str = "") -> Project:
     return Project.objects.create(owner=user, name=name, description=description)
 
 
-def update_project(*, user, project_id: int, name: str | None = None, description: str | None = None, archived: bool | None = None) -> None:
+def update_project(
+    *, user: User, project_id: int, name: str | None = None, description: str | None = None, archived: bool | None = None
+) -> None:
     fields = {k: v for k, v in {"name": name, "description": description, "archived": archived}.items() if v is not None}
     _changed(Project, user=user, pk=project_id, **fields)
 
 
-def delete_project(*, user, project_id: int) -> None:
+def delete_project(*, user: User, project_id: int) -> None:
     """Its tasks and notes are kept, without a project."""
     _deleted(Project, user=user, pk=project_id)
 
@@ -53,7 +59,7 @@ def delete_project(*, user, project_id: int) -> None:
 
 def create_task(
     *,
-    user,
+    user: User,
     title: str,
     description: str = "",
     project_id: int | None = None,
@@ -69,7 +75,7 @@ def create_task(
 
 def update_task(
     *,
-    user,
+    user: User,
     task_id: int,
     title: str | None = None,
     description: str | None = None,
@@ -81,37 +87,37 @@ def update_task(
     _changed(Task, user=user, pk=task_id, **{k: v for k, v in fields.items() if v is not None})
 
 
-def complete_task(*, user, task_id: int) -> None:
+def complete_task(*, user: User, task_id: int) -> None:
     _changed(Task, user=user, pk=task_id, status=Task.Status.COMPLETED)
 
 
 @transaction.atomic
-def move_task(*, user, task_id: int, project_id: int | None) -> None:
+def move_task(*, user: User, task_id: int, project_id: int | None) -> None:
     project = _owned_project(user=user, project_id=project_id)
     _changed(Task, user=user, pk=task_id, project=project)
 
 
-def delete_task(*, user, task_id: int) -> None:
+def delete_task(*, user: User, task_id: int) -> None:
     _deleted(Task, user=user, pk=task_id)
 
 
 # --- notes
 
 
-def create_note(*, user, title: str, content: str = "", project_id: int | None = None) -> Note:
+def create_note(*, user: User, title: str, content: str = "", project_id: int | None = None) -> Note:
     project = _owned_project(user=user, project_id=project_id)
     return Note.objects.create(owner=user, project=project, title=title, content=content)
 
 
-def update_note(*, user, note_id: int, title: str | None = None, content: str | None = None) -> None:
+def update_note(*, user: User, note_id: int, title: str | None = None, content: str | None = None) -> None:
     _changed(Note, user=user, pk=note_id, **{k: v for k, v in {"title": title, "content": content}.items() if v is not None})
 
 
 @transaction.atomic
-def move_note(*, user, note_id: int, project_id: int | None) -> None:
+def move_note(*, user: User, note_id: int, project_id: int | None) -> None:
     project = _owned_project(user=user, project_id=project_id)
     _changed(Note, user=user, pk=note_id, project=project)
 
 
-def delete_note(*, user, note_id: int) -> None:
+def delete_note(*, user: User, note_id: int) -> None:
     _deleted(Note, user=user, pk=note_id)

@@ -156,11 +156,14 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         if not steps:
             return "query_projects", {"include_stats": False}
         projects = steps[0].result.get("projects", [])
+        matched: dict[str, dict] = {}
         for name in filter(None, [intent.project_name, intent.target_project]):
-            if _match_project(name, projects) is None:
+            match = _match_project(name, projects)
+            if match is None:
                 return phrasing.project_not_found(name, projects)
-        project_id = intent.project_name and _match_project(intent.project_name, projects)["id"]
-        target_id = intent.target_project and _match_project(intent.target_project, projects)["id"]
+            matched[name] = match
+        project_id = intent.project_name and matched[intent.project_name]["id"]
+        target_id = intent.target_project and matched[intent.target_project]["id"]
         steps = steps[1:]
 
     if intent.kind in ("create_task", "create_note"):

@@ -9,12 +9,14 @@ in `DATA_DIR/postgres` and fills in its host and port. Code that opens its own c
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db.backends.postgresql import base as postgresql
 
 from project.embedded_pg import resolve_address
 
 
 class DatabaseWrapper(postgresql.DatabaseWrapper):
-    def get_connection_params(self):
+    def get_connection_params(self) -> dict[str, Any]:
         resolve_address(self.settings_dict)
         return super().get_connection_params()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from knowledge import services
 from knowledge.models import AdapterToken
@@ -11,10 +11,10 @@ from knowledge.models import AdapterToken
 class Command(BaseCommand):
     help = "Create a token for the adapter API (POST /api/v1/reply). The token is printed once and stored hashed."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="Who will use the token, e.g. discord-bot.")
 
-    def handle(self, *args, name: str, **options):
+    def handle(self, *args: object, name: str, **options: object) -> None:
         name = name.strip()
         if not name or len(name) > 100:
             raise CommandError("NAME must be 1 to 100 characters.")

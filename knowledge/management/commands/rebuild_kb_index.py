@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand, CommandError, OutputWrapper
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from knowledge import services
 from knowledge.models import RebuildJob
@@ -56,11 +56,11 @@ class ProgressBar:
 class Command(BaseCommand):
     help = "Rebuild the knowledge-base index: summarise new and changed sources, then swap the index in atomically."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--force", action="store_true", help="Summarise every source again, changed or not.")
         parser.add_argument("--status", action="store_true", help="Report the latest rebuild (any process's) and exit.")
 
-    def handle(self, *args, force: bool, status: bool, **options):
+    def handle(self, *args: object, force: bool, status: bool, **options: object) -> None:
         if status:
             self._report_status()
             return

@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from pathlib import Path
 
 from django.conf import settings
@@ -7,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 class Command(BaseCommand):
     help = "Stop the embedded Postgres of this folder (CLARION_DATA_DIR), e.g. one left running by a killed `manage.py up`."
 
-    def handle(self, *args, **options):
+    def handle(self, *args: object, **options: object) -> None:
         from project import embedded_pg
 
         data_dir = settings.DATABASES["default"].get("EMBEDDED_DATA_DIR")

@@ -1,9 +1,11 @@
+from __future__ import annotations
+
 import ipaddress
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
 from project import embedded_pg
@@ -14,12 +16,12 @@ LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
 class Command(BaseCommand):
     help = "Prepare the database (migrate, seed the demo workspace) and serve Clarion with Daphne."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-seed", action="store_true", help="Skip creating the demo workspace.")
 
-    def handle(self, *args, host: str, port: int, no_seed: bool, **options):
+    def handle(self, *args: object, host: str, port: int, no_seed: bool, **options: object) -> None:
         data_dir = self._embedded_data_dir()
         owns_database = data_dir is not None and self._start_embedded_database(data_dir)
         try:

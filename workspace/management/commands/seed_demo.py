@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from workspace.demo_content import seed_demo_workspace, workspace_counts
@@ -17,7 +17,7 @@ DEFAULT_PASSWORD = "demo"
 class Command(BaseCommand):
     help = "Create a demo user (staff + superuser when new) and, if that user has no projects yet, a demo workspace."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--username", default=DEFAULT_USERNAME, help=f"Demo username (default: {DEFAULT_USERNAME}).")
         parser.add_argument(
             "--password",
@@ -30,7 +30,7 @@ class Command(BaseCommand):
             help=f"Never leave {DEFAULT_PASSWORD!r} on the demo superuser: a new user, or one still using it, gets a generated password, printed once.",
         )
 
-    def handle(self, *args, username: str, password: str | None, generated_password: bool = False, **options):
+    def handle(self, *args: object, username: str, password: str | None, generated_password: bool = False, **options: object) -> None:
         User = get_user_model()
         with transaction.atomic():
             user, created = User._default_manager.get_or_create(
