@@ -147,12 +147,14 @@ def nothing_to_change(action: str, *, status: str, search: str | None, project_n
 
 def operations_outcome(result: dict, *, more: int = 0) -> str:
     status = result.get("status")
-    if status == "applied":
+    if status in ("applied", "applied_in_part"):
         parts = []
         for op, count in result.get("by_operation", {}).items():
             verb, noun = VERBS.get(op, (op, "item"))
             parts.append(f"{verb} {count} {noun}{'s' if count != 1 else ''}")
         text = "Done — " + ", ".join(parts) + "."
+        if refused := result.get("refused_changes"):
+            text += f" You left out {len(refused)} of the {len(refused) + result.get('applied', 0)} proposed changes; they were not made."
         if more:
             text += f" {more} more matched but were not included; ask again to handle them."
         return text

@@ -129,6 +129,43 @@
     });
   });
 
+  // --- a confirmation applies the ticked changes ------------------------------------------------
+  // Each change has a tick (all ticked as rendered) tied to the card's Apply form; the Apply
+  // button says how many it will make, and the ticks survive a re-render of the card (a pause).
+  function changeBoxes(root) { return root.querySelectorAll('.operation-list input[name="changes"]'); }
+
+  function showTickedChanges(card) {
+    var boxes = changeBoxes(card);
+    var note = card.querySelector(".apply-count");
+    if (!boxes.length || !note) return;
+    var ticked = Array.prototype.filter.call(boxes, function (box) { return box.checked; }).length;
+    if (ticked === boxes.length) note.textContent = note.dataset.all;
+    else if (ticked === 0) note.textContent = "Tick at least one change to apply";
+    else note.textContent = "Apply " + ticked + " of " + boxes.length + " changes";
+    note.closest("button").disabled = ticked === 0;
+  }
+
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (box.name !== "changes" || !box.closest(".question-card")) return;
+    showTickedChanges(box.closest(".question-card"));
+  });
+
+  var untickedBeforeSwap = [];
+  document.addEventListener("htmx:oobBeforeSwap", function () {
+    untickedBeforeSwap = [];
+    changeBoxes(document).forEach(function (box) {
+      if (!box.checked) untickedBeforeSwap.push({ form: box.getAttribute("form"), value: box.value });
+    });
+  });
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    untickedBeforeSwap.forEach(function (was) {
+      var box = document.querySelector('input[name="changes"][form="' + was.form + '"][value="' + was.value + '"]');
+      if (box) box.checked = false;
+    });
+    document.querySelectorAll(".question-confirm").forEach(showTickedChanges);
+  });
+
   // --- connection state and messages queued while it is down ------------------------------------
   document.addEventListener("htmx:wsOpen", function () { document.body.dataset.ws = "open"; });
   document.addEventListener("htmx:wsClose", function () { document.body.dataset.ws = "closed"; });
