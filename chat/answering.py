@@ -146,11 +146,17 @@ def _clarified_request(group: QuestionGroup, questions_: list[PendingQuestion]) 
     )
 
 
+NO_ANSWER = "No answer"
+
+
 def _answer_as_message(group: QuestionGroup, questions_: list[PendingQuestion]) -> Message:
     parts, timed_out = [], False
     for q in questions_:
-        timed_out |= q.status == Status.TIMED_OUT
-        if q.answer:
+        if q.status == Status.TIMED_OUT:
+            # The person said nothing: the record (and the model, which reads it) says so.
+            timed_out = True
+            parts.append(f"{NO_ANSWER} — default applied: {q.answer}" if q.answer else f"{NO_ANSWER} — nothing was chosen")
+        elif q.answer:
             parts.append(q.answer)
     text = "; ".join(parts) or "(no answer)"
     return services.post_derived_user_message(

@@ -101,7 +101,12 @@ async def answer(request: HttpRequest, user, question: PendingQuestion) -> HttpR
 @require_POST
 @card_errors
 async def pause(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
-    await answering.pause(user=user, question_id=question.pk)
+    """A pause that arrives after the question was answered (text pasted and sent at once: the
+    answer overtakes the pause its typing started) has nothing left to stop; not an error."""
+    try:
+        await answering.pause(user=user, question_id=question.pk)
+    except questions.AlreadyResolved:
+        pass
     return HttpResponse(status=204)
 
 
@@ -109,8 +114,12 @@ async def pause(request: HttpRequest, user, question: PendingQuestion) -> HttpRe
 @card_errors
 async def resume(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
     """The card as it now is: a page that resumes on load may not have its socket yet, and
-    would miss the broadcast of the running clock."""
-    await answering.resume(user=user, question_id=question.pk)
+    would miss the broadcast of the running clock. A question resolved meanwhile has no clock
+    to resume: its resolved card, as a success too."""
+    try:
+        await answering.resume(user=user, question_id=question.pk)
+    except questions.AlreadyResolved:
+        pass
     return await _card_response(question.group_id)
 
 

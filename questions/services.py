@@ -78,9 +78,12 @@ def ask(
     default_indexes: list[list[int]] | None = None,
     option_extras: list[list[dict]] | None = None,
     timeouts: QuestionTimeouts | None = None,
+    starts_when_shown: bool = False,
     now: dt.datetime | None = None,
 ) -> QuestionGroup:
-    """Create a group of questions; the first one becomes current and its deadline starts."""
+    """Create a group of questions; the first one becomes current and its deadline starts —
+    or, with `starts_when_shown`, it waits paused until a tab shows it (`resume`). Waiting spends
+    the pause budget, so a card that no tab ever shows still times out."""
     now = now or timezone.now()
     timeouts = timeouts or QuestionTimeouts()  # the turn passes the admin's values (AIConfig)
     _check_limits(user=user, conversation_id=conversation_id, new=len(specs), now=now)
@@ -114,6 +117,10 @@ def ask(
                 default_indexes=(default_indexes or [[]] * len(specs))[position],
             )
         )
+    if starts_when_shown and questions and questions[0].deadline is not None:
+        first = questions[0]
+        first.paused_at, first.remaining_at_pause = now, first.timeout_seconds
+        first.deadline = now + dt.timedelta(seconds=(first.timeout_seconds or 0) + settings.QUESTION_PAUSE_CAP_SECONDS)
     PendingQuestion.objects.bulk_create(questions)
     return group
 

@@ -166,6 +166,14 @@
     document.querySelectorAll(".question-confirm").forEach(showTickedChanges);
   });
 
+  // --- the person's time zone goes with each message ----------------------------------------------
+  // "What's due today?" means the person's today: the server keeps the zone on the message.
+  document.addEventListener("htmx:wsConfigSend", function (event) {
+    if (!event.target || event.target.id !== "composer" || !window.Intl) return;
+    var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (zone) event.detail.parameters.time_zone = zone;
+  });
+
   // --- connection state and messages queued while it is down ------------------------------------
   document.addEventListener("htmx:wsOpen", function () { document.body.dataset.ws = "open"; });
   document.addEventListener("htmx:wsClose", function () { document.body.dataset.ws = "closed"; });
@@ -354,22 +362,9 @@
       };
       clocks.set(id, clock);
       draw(clock); // a card swapped in shows its own time from its first paint, not a full bar
+      watchOnScreen(el);
     });
     clocks.forEach(function (clock, id) { if (!document.body.contains(clock.el)) clocks.delete(id); });
-  }
-
-  // A pause belongs to the typing that caused it. A page that opens on a paused card with nothing
-  // typed (a reload mid-pause) lets the clock run again rather than leave it frozen. The card
-  // comes back in the response: this page's socket may not be open yet to receive it.
-  function resumeStalePauses() {
-    var input = composer();
-    if (input && input.value.trim() !== "") return;
-    document.querySelectorAll('.question-pending[data-paused="1"]').forEach(function (el) {
-      var custom = el.querySelector(".custom-answer input");
-      if (pausedByMe.has(el.dataset.question) || (custom && custom.value.trim() !== "")) return;
-      var group = el.closest(".question-card");
-      htmx.ajax("POST", el.dataset.resumeUrl, { source: el, target: "#" + group.id, swap: "outerHTML" });
-    });
   }
 
   function left(clock) {
@@ -392,6 +387,7 @@
     clock.el.classList.toggle("countdown-low", remaining < Math.min(5, clock.total / 3));
     // The default flashes through the last 500 ms, so the flash ends as the server's deadline
     // arrives: its own timer resolves the question right then and would cut a later flash short.
+    showReconnecting(clock);
     var top = clock.el.querySelector(".option.is-default");
     if (top) top.classList.toggle("flash", !clock.paused && remaining <= FLASH_MS / 1000);
     if (!clock.paused && remaining <= 0 && !clock.fired) {
@@ -411,6 +407,91 @@
     var group = clock.el.closest(".question-card");
     htmx.ajax("POST", clock.el.dataset.expireUrl, { source: clock.el, target: "#" + group.id, swap: "outerHTML" });
   }
+
+  // --- the clock runs only while someone can see the card ------------------------------------------
+  // A card whose default would answer for the person starts paused (questions.services.ask:
+  // starts_when_shown). This tab starts its clock once the card is on screen, the tab is visible
+  // and no reply above it is still streaming, and pauses it while the tab is hidden. The server
+  // keeps the deadline: a tab that never comes back uses up the pause budget and the question
+  // times out; a reload shows what is left. A pause belongs to whoever caused it: a card paused by
+  // typing (here or in another tab) is left to that typing's idle timer, except that a page
+  // opening on it with nothing typed lets it run (the tab that typed may be gone).
+  var startedHere = new Set(); // questions whose clock this tab started or found running
+  var pausedAway = new Set();  // questions this tab paused because it was hidden
+  var onScreen = new Set();    // questions whose card is in the viewport
+  var watched = new WeakSet();
+  var screenWatch = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      var id = entry.target.dataset.question;
+      if (!entry.target.isConnected) return;
+      if (entry.isIntersecting) onScreen.add(id); else onScreen.delete(id);
+    });
+    startWhenSeen();
+  }) : null;
+
+  function watchOnScreen(el) {
+    if (watched.has(el)) return;
+    watched.add(el);
+    if (screenWatch) screenWatch.observe(el); else onScreen.add(el.dataset.question);
+  }
+
+  function streamingAbove(el) {
+    return Array.prototype.some.call(document.querySelectorAll(".message.streaming"), function (stream) {
+      return Boolean(stream.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING);
+    });
+  }
+
+  function somethingTyped(el) {
+    var input = composer();
+    var custom = el.querySelector(".custom-answer input");
+    return (input && input.value.trim() !== "") || (custom && custom.value.trim() !== "");
+  }
+
+  function startWhenSeen() {
+    var el = currentQuestion();
+    if (!el || !el.dataset.remaining) return;
+    var id = el.dataset.question;
+    if (el.dataset.paused !== "1") { startedHere.add(id); return; }
+    if (pausedByMe.has(id) || (startedHere.has(id) && !pausedAway.has(id))) return;
+    if (document.visibilityState !== "visible" || !onScreen.has(id) || streamingAbove(el) || somethingTyped(el)) return;
+    startedHere.add(id);
+    pausedAway.delete(id);
+    var group = el.closest(".question-card");
+    htmx.ajax("POST", el.dataset.resumeUrl, { source: el, target: "#" + group.id, swap: "outerHTML" });
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") { startWhenSeen(); return; }
+    var el = currentQuestion();
+    if (!el || !el.dataset.remaining || el.dataset.paused === "1") return;
+    var id = el.dataset.question;
+    var clock = clocks.get(id);
+    if (clock) { clock.remaining = left(clock); clock.paused = true; }
+    pausedAway.add(id);
+    htmx.ajax("POST", el.dataset.pauseUrl, { source: el, swap: "none" });
+  });
+
+  // While the socket is down the countdown says so instead of looking frozen; the server keeps
+  // the time (its label is hidden meanwhile, in app.css).
+  function showReconnecting(clock) {
+    var countdown = clock.el.querySelector(".countdown");
+    if (!countdown) return;
+    var note = countdown.querySelector(".countdown-reconnecting");
+    var away = document.body.dataset.ws === "closed";
+    if (away && !note) {
+      note = document.createElement("span");
+      note.className = "countdown-reconnecting";
+      note.textContent = "Reconnecting…";
+      countdown.insertBefore(note, countdown.querySelector(".countdown-time"));
+    } else if (!away && note) {
+      note.remove();
+    }
+  }
+
+  // The socket is back: a countdown that reached zero while the server was unreachable asks again.
+  document.addEventListener("htmx:wsOpen", function () {
+    clocks.forEach(function (clock) { if (clock.fired && clock.el.isConnected) clock.fired = false; });
+  });
 
   // --- pause while typing ----------------------------------------------------------------------
   var pausedByMe = new Set();
@@ -436,10 +517,9 @@
     }, IDLE_RESUME_MS);
   });
 
-  document.addEventListener("htmx:load", scan);
+  document.addEventListener("htmx:load", function () { scan(); startWhenSeen(); });
   document.addEventListener("DOMContentLoaded", function () {
     scan();
-    resumeStalePauses();
     followThread();
     requestAnimationFrame(tick);
   });
