@@ -120,6 +120,42 @@ def test_the_clock_starts_when_seen_pauses_while_hidden_and_the_record_says_no_a
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)
+def test_the_clock_waits_while_a_reply_above_the_card_is_still_streaming(detector_server, browser, viewport):
+    server, fake = detector_server
+    script_detected_yes_no(fake)
+    context, user, page, errors = open_chat(browser, server.url, viewport, f"streaming{viewport['width']}")
+    try:
+        # A reply above the card that is still streaming (as a stream's placeholder is on the page).
+        page.evaluate(
+            """() => {
+              const article = document.createElement('article');
+              article.className = 'message message-assistant streaming';
+              article.id = 'stream-still-running';
+              document.getElementById('message-list').prepend(article);
+            }"""
+        )
+        send(page, "anything stale in Harbor?")
+        card = pending_card(page)
+        expect(card.locator(".option.is-default .label")).to_have_text("Yes")  # a later render of the card
+        expect(card).to_have_attribute("data-paused", "1")
+        assert PendingQuestion.objects.get(conversation__owner=user).paused_at is not None
+        # The stream finishes: its message is swapped in (htmx:load), and the clock starts.
+        page.evaluate(
+            """() => {
+              const stream = document.getElementById('stream-still-running');
+              stream.classList.remove('streaming');
+              htmx.trigger(stream, 'htmx:load');
+            }"""
+        )
+        expect(card).to_have_attribute("data-paused", "0")
+        assert PendingQuestion.objects.get(conversation__owner=user).paused_at is None
+        expect(page.locator(".question-receipt.timed-out")).to_contain_text("No answer — default applied: Yes", timeout=15_000)
+        assert errors == []
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS)
 def test_the_countdown_says_reconnecting_while_the_server_is_unreachable(daphne_server, transactional_db, browser, viewport):
     server = DaphneServer(database_name=daphne_server.env["DATABASE_NAME"], extra_env={"QUESTION_SWEEP_SECONDS": "3600"}).start()
     try:
