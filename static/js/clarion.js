@@ -106,7 +106,7 @@
   // Cards are re-rendered whole over the socket; what someone is typing into one must not vanish,
   // and the field they are in keeps the focus even before they type (their next key is text).
   var typedBeforeSwap = [];
-  document.addEventListener("htmx:oobBeforeSwap", function () {
+  function rememberTyped() {
     typedBeforeSwap = [];
     document.querySelectorAll(".custom-answer input").forEach(function (input) {
       var focused = document.activeElement === input;
@@ -116,8 +116,8 @@
         start: input.selectionStart, end: input.selectionEnd,
       });
     });
-  });
-  document.addEventListener("htmx:oobAfterSwap", function () {
+  }
+  function restoreTyped() {
     typedBeforeSwap.forEach(function (typed) {
       var input = document.getElementById(typed.id);
       if (!input || input === document.activeElement) return;
@@ -127,7 +127,13 @@
         try { input.setSelectionRange(typed.start, typed.end); } catch (e) { /* not a text input */ }
       }
     });
-  });
+  }
+  document.addEventListener("htmx:oobBeforeSwap", rememberTyped);
+  document.addEventListener("htmx:oobAfterSwap", restoreTyped);
+  // A card can also come back as an HTTP response (its clock resumed): the same care.
+  function isCardSwap(event) { return event.detail && event.detail.target && event.detail.target.classList.contains("question-card"); }
+  document.addEventListener("htmx:beforeSwap", function (event) { if (isCardSwap(event)) rememberTyped(); });
+  document.addEventListener("htmx:afterSwap", function (event) { if (isCardSwap(event)) restoreTyped(); });
 
   // --- a confirmation applies the ticked changes ------------------------------------------------
   // Each change has a tick (all ticked as rendered) tied to the card's Apply form; the Apply
@@ -456,6 +462,8 @@
     if (document.visibilityState !== "visible" || !onScreen.has(id) || streamingAbove(el) || somethingTyped(el)) return;
     startedHere.add(id);
     pausedAway.delete(id);
+    // The card comes back in the response: this page's socket may not be open yet to receive
+    // the broadcast of the running clock.
     var group = el.closest(".question-card");
     htmx.ajax("POST", el.dataset.resumeUrl, { source: el, target: "#" + group.id, swap: "outerHTML" });
   }
