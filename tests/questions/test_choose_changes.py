@@ -113,7 +113,7 @@ async def test_bad_selections_over_http_are_refused_and_write_nothing(async_clie
         ([True, 2], "Frame field 'changes.0': Input should be a valid integer."),
         (["1"], "Frame field 'changes.0': Input should be a valid integer."),
         ([1.0], "Frame field 'changes.0': Input should be a valid integer."),
-        ("1", "Frame field 'changes': Input should be a valid list."),
+        ("1", "Frame field 'changes': Input should be a valid array."),
         ([20], "There is no change 21 on this card; it lists 16."),
         ([], "Tick at least one change to apply, or cancel."),
         ([4, 4], "A change was ticked twice."),
