@@ -219,6 +219,7 @@ async def _clarify(ctx: TurnContext, *, client: LLMClient, out: _TurnOutput) -> 
         clarification.analyze(
             client=client, request=ctx.request_text, context=ctx.context_text, projects=list(ctx.projects),
             threshold=ctx.clarification_threshold, prompt_template=ctx.clarification_prompt,
+            answered_before=ctx.clarification_rounds > 0,
         ),
         purpose="clarification",
     )  # fmt: skip
@@ -274,6 +275,8 @@ async def _ask(
         group = await database_sync_to_async(questions.ask)(
             user=ctx.owner, conversation_id=ctx.conversation_id, kind=kind, specs=specs, complexity=complexity,
             payload=payload, option_extras=option_extras, timeouts=ctx.timeouts,
+            # Their short clocks apply a guess for the person: they run only once a tab shows the card.
+            starts_when_shown=True,
         )  # fmt: skip
     except questions.AskRejected as exc:
         log.info("not asking: %s", exc)
@@ -446,6 +449,7 @@ class _ModelLoop:
                 tool_call_id=call.id,
                 in_reply_to_id=self.ctx.request_id,
                 timeouts=self.ctx.timeouts,
+                time_zone=self.ctx.time_zone,
             )
             outcomes.append(await tools.execute(ctx=ctx, call=call))
         # Results (not the waiting ones: their result is the person's answer) in one hop.

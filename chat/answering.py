@@ -48,7 +48,6 @@ from workspace import operations
 
 log = logging.getLogger("clarion.questions")
 Status = PendingQuestion.Status
-APPLY = 0
 
 
 # --- recording what a completed group means --------------------------------------------------
@@ -97,15 +96,34 @@ def _tool_results(results: list[tuple[QuestionGroup, dict]]) -> None:
 
 def _confirmation_outcome(group: QuestionGroup, questions_: list[PendingQuestion]) -> dict:
     (question,) = questions_
-    if question.status == Status.ANSWERED and question.selected_indexes == [APPLY]:
+    if question.status == Status.ANSWERED and question.selected_indexes == [questions.CONFIRM_APPLY]:
+        proposed = group.payload["operations"]
+        chosen = group.payload.get("chosen", range(len(proposed)))
         try:
-            applied = operations.apply(user=group.user, operations=group.payload["operations"])
+            applied = operations.apply(user=group.user, operations=[proposed[i] for i in chosen])
         except operations.OperationRejected as exc:
             return {"status": "failed", "error": str(exc), "note": "Nothing was changed."}
-        return {"status": "applied", **applied}
+        refused = [i for i in range(len(proposed)) if i not in set(chosen)]
+        if not refused:
+            return {"status": "applied", **applied}
+        lines = group.payload.get("lines") or []
+        return {
+            "status": "applied_in_part",
+            **applied,
+            "note": f"The user applied {len(chosen)} of the {len(proposed)} proposed changes and refused {len(refused)}; "
+            "the refused ones were not made. Do not propose them again unless asked.",
+            "applied_changes": [_change(proposed, lines, i) for i in chosen],
+            "refused_changes": [_change(proposed, lines, i) for i in refused],
+        }
     if question.status == Status.TIMED_OUT:
         return {"status": "timed_out", "note": "The user did not confirm in time; nothing was changed."}
     return {"status": "cancelled", "note": "The user cancelled; nothing was changed."}
+
+
+def _change(proposed: list[dict], lines: list[dict], index: int) -> dict:
+    """One proposed change as the model is told about it: its number on the card, what it said, the operation."""
+    text = lines[index]["text"] if index < len(lines) else ""
+    return {"number": index + 1, "text": text, "operation": proposed[index]}
 
 
 def _clarified_request(group: QuestionGroup, questions_: list[PendingQuestion]) -> Message:
@@ -128,11 +146,17 @@ def _clarified_request(group: QuestionGroup, questions_: list[PendingQuestion]) 
     )
 
 
+NO_ANSWER = "No answer"
+
+
 def _answer_as_message(group: QuestionGroup, questions_: list[PendingQuestion]) -> Message:
     parts, timed_out = [], False
     for q in questions_:
-        timed_out |= q.status == Status.TIMED_OUT
-        if q.answer:
+        if q.status == Status.TIMED_OUT:
+            # The person said nothing: the record (and the model, which reads it) says so.
+            timed_out = True
+            parts.append(f"{NO_ANSWER} — default applied: {q.answer}" if q.answer else f"{NO_ANSWER} — nothing was chosen")
+        elif q.answer:
             parts.append(q.answer)
     text = "; ".join(parts) or "(no answer)"
     return services.post_derived_user_message(

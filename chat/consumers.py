@@ -112,7 +112,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=rendering.composer(self.conversation) + rendering.composer_error(""))
             return
         message = await database_sync_to_async(services.post_user_message)(
-            user=self.scope["user"], conversation_id=self.conversation.pk, content=frame.message
+            user=self.scope["user"], conversation_id=self.conversation.pk, content=frame.message, time_zone=frame.time_zone
         )
         conversation = message.conversation
         # The heading shows the title the first message gave the conversation.

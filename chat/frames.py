@@ -9,9 +9,10 @@ the parser's limit is refused with a message rather than exhausting the stack.
 from __future__ import annotations
 
 import uuid
+import zoneinfo
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
 from project.errors import Rejected
@@ -29,6 +30,18 @@ class _Frame(BaseModel):
 class SendMessage(_Frame):
     action: Literal["send_message"]
     message: str = Field(max_length=200_000)
+    # The browser's IANA time zone (static/js/clarion.js adds it): what "due today" means to the person.
+    time_zone: str | None = Field(None, max_length=64)
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_time_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                zoneinfo.ZoneInfo(value)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"“{value}” is not a time zone this server knows") from None
+        return value
 
 
 class Retry(_Frame):

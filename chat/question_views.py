@@ -63,7 +63,9 @@ _INDEX = re.compile(r"-?[0-9]{1,9}")
 
 def parse_answer_form(data: QueryDict) -> AnswerInput:
     """The card's forms: `option` (a button), `options` (checkboxes) or `custom` (typed), read
-    explicitly into the fields an `answer` frame carries, then held to the same rules."""
+    explicitly into the fields an `answer` frame carries, then held to the same rules. A
+    confirmation's form also says it lists its changes (`choose_changes`) and sends the ticked
+    ones (`changes`, their places in the list): none ticked is an empty choice, not "all"."""
     fields: dict[str, Any] = {}
     for name, several in (("option", "Pick one option for this question, not several."), ("custom", "Type one answer.")):
         values = data.getlist(name)
@@ -77,12 +79,14 @@ def parse_answer_form(data: QueryDict) -> AnswerInput:
         fields["options"] = [_index(value) for value in data.getlist("options")]
     if "label" in data:
         fields["label"] = data.getlist("label")
+    if "choose_changes" in data:
+        fields["changes"] = [_index(value, error="Tick changes from the list.") for value in data.getlist("changes")]
     return AnswerFields.model_validate(fields).to_answer()
 
 
-def _index(value: str) -> int:
+def _index(value: str, *, error: str = "Pick an option from the list.") -> int:
     if not _INDEX.fullmatch(value):
-        raise Rejected("Pick an option from the list.")
+        raise Rejected(error)
     return int(value)
 
 
@@ -97,7 +101,12 @@ async def answer(request: HttpRequest, user, question: PendingQuestion) -> HttpR
 @require_POST
 @card_errors
 async def pause(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
-    await answering.pause(user=user, question_id=question.pk)
+    """A pause that arrives after the question was answered (text pasted and sent at once: the
+    answer overtakes the pause its typing started) has nothing left to stop; not an error."""
+    try:
+        await answering.pause(user=user, question_id=question.pk)
+    except questions.AlreadyResolved:
+        pass
     return HttpResponse(status=204)
 
 
@@ -105,8 +114,12 @@ async def pause(request: HttpRequest, user, question: PendingQuestion) -> HttpRe
 @card_errors
 async def resume(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
     """The card as it now is: a page that resumes on load may not have its socket yet, and
-    would miss the broadcast of the running clock."""
-    await answering.resume(user=user, question_id=question.pk)
+    would miss the broadcast of the running clock. A question resolved meanwhile has no clock
+    to resume: its resolved card, as a success too."""
+    try:
+        await answering.resume(user=user, question_id=question.pk)
+    except questions.AlreadyResolved:
+        pass
     return await _card_response(question.group_id)
 
 

@@ -190,6 +190,12 @@ class QuestionCard:
         return list(self.group.payload.get("lines") or [])
 
     @property
+    def applied_count(self) -> int:
+        """How many changes an applied confirmation made: the ticked ones."""
+        chosen = self.group.payload.get("chosen")
+        return len(self.changes) if chosen is None else len(chosen)
+
+    @property
     def changes_shown(self) -> list[dict]:
         return self.changes[: self.CHANGES_SHOWN]
 

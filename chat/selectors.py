@@ -182,6 +182,9 @@ class TurnContext:
     # What the guesser and the clarifier read: recent turns and the workspace's names.
     context_text: str
     projects: tuple[str, ...]
+    # The user's IANA time zone: the one their browser sent with their latest message that had
+    # one (chat.services.post_user_message stores it on the message), else the server's TIME_ZONE.
+    time_zone: str
 
 
 def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnContext:
@@ -229,6 +232,10 @@ def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnConte
         clarification_rounds=rounds,
         context_text=_context_text(messages, snapshot),
         projects=tuple(p.name for p in snapshot.projects if not p.archived),
+        time_zone=next(
+            (m.metadata["time_zone"] for m in reversed(history) if m.role == Message.Role.USER and (m.metadata or {}).get("time_zone")),
+            settings.TIME_ZONE,
+        ),
     )
 
 

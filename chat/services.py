@@ -108,10 +108,13 @@ def validate_user_message(content: str) -> str:
 
 
 @transaction.atomic
-def post_user_message(*, user, conversation_id, content: str) -> Message:
+def post_user_message(*, user, conversation_id, content: str, time_zone: str | None = None) -> Message:
+    """`time_zone`: the IANA zone the person's browser is in, kept on the message; the turns
+    that follow read dates ("due today") in it (chat.selectors.TurnContext.time_zone)."""
     text = validate_user_message(content)
     conversation = Conversation.objects.select_for_update().get(owner=user, pk=conversation_id)
-    message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=text)
+    metadata = {"time_zone": time_zone} if time_zone else {}
+    message = Message.objects.create(conversation=conversation, role=Message.Role.USER, content=text, metadata=metadata)
     if conversation.title == Conversation.DEFAULT_TITLE:
         conversation.title = _title_from(text)
     conversation.updated_at = timezone.now()

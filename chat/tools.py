@@ -10,10 +10,12 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import zoneinfo
 from dataclasses import dataclass
 from typing import Callable, Literal
 
 from channels.db import database_sync_to_async
+from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from knowledge import services as knowledge
@@ -45,6 +47,11 @@ class QueryTasksArgs(_Args):
     status: Literal["todo", "in_progress", "completed", "all"] = Field("all", description="Filter by status; 'all' for everything.")
     project_id: int | None = Field(None, description="Only tasks in this project (an id from query_projects).")
     search: str | None = Field(None, max_length=200, description="Case-insensitive text the task title must contain.")
+    due: Literal["overdue", "today", "this_week", "next_7_days"] | None = Field(
+        None,
+        description="Only tasks due in this window of the user's calendar (this_week: Monday to Sunday), soonest first; "
+        "completed tasks are left out unless status is 'completed'. The result says the user's date today.",
+    )
     limit: int = Field(100, ge=1, le=500, description="Max results (default 100, max 500).")
 
 
@@ -71,6 +78,8 @@ class ToolContext:
     tool_call_id: str
     in_reply_to_id: int
     timeouts: questions.QuestionTimeouts
+    # The user's IANA time zone (see chat.selectors.TurnContext.time_zone): what "today" means.
+    time_zone: str
 
 
 @dataclass(frozen=True)
@@ -143,8 +152,21 @@ def _note(note: Note) -> dict:
 def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
     user = ctx.user
     project_id = _owned_project_id(user, args.project_id)
-    page = workspace.tasks_for_user(user=user, status=args.status, project_id=project_id, search=args.search, limit=args.limit)
-    return {"tasks": [_task(t) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
+    if args.due is None:
+        page = workspace.tasks_for_user(user=user, status=args.status, project_id=project_id, search=args.search, limit=args.limit)
+        return {"tasks": [_task(t) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
+    today = timezone.localdate(timezone=zoneinfo.ZoneInfo(ctx.time_zone))
+    window = workspace.due_window(name=args.due, today=today)
+    page = workspace.tasks_for_user(user=user, status=args.status, project_id=project_id, search=args.search, due=window, limit=args.limit)
+    return {
+        "tasks": [_task(t) for t in page.items],
+        **_page_fields(page),
+        "filters": args.model_dump(),
+        "today": today.isoformat(),
+        "time_zone": ctx.time_zone,
+        "due_from": window.first.isoformat() if window.first else None,
+        "due_until": window.last.isoformat() if window.last else None,
+    }
 
 
 def query_notes(ctx: ToolContext, args: QueryNotesArgs) -> dict:

@@ -77,12 +77,15 @@ async def analyze(
     threshold: float,
     budget: CallBudget | None = None,
     prompt_template: str = "",
+    answered_before: bool = False,
 ) -> AmbiguityAnalysis:
     """Never raises: when the analysis fails, the request is treated as clear (never block a turn).
 
     The call has the short auxiliary budget (`llm.auxiliary_budget()`, LLM_AUX_TIMEOUT_SECONDS)
     unless `budget` says otherwise: a hung model costs the turn seconds, not the main call's budget.
     `prompt_template` is the admin's edited prompt (AIConfig.clarification_prompt); empty: the built-in one.
+    `answered_before`: the request already carries answers to a clarification. The offline
+    templates would ask the very same card again, so offline it is then clear.
     """
     if not client.is_offline:
         template = prompt_template.strip() or ANALYSIS_PROMPT
@@ -97,6 +100,8 @@ async def analyze(
                 exc.kind, exc.attempts, extra={"aux_call": "clarification", "outcome": exc.kind, "attempts": exc.attempts},
             )  # fmt: skip
             return AmbiguityAnalysis.clear(request)
+    if answered_before:
+        return AmbiguityAnalysis.clear(request)
     return analyze_with_templates(request, projects=projects)
 
 

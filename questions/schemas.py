@@ -73,6 +73,9 @@ class AnswerInput(BaseModel):
     # When the client names the label it showed, it must match the option at that index.
     labels: list[str] | None = None
     custom: str | None = None
+    # A confirmation's ticked changes, by their place in its list (0 = the first). None: every
+    # change listed. Checked against the card in questions.services.
+    changes: list[int] | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> "AnswerInput":
@@ -84,6 +87,8 @@ class AnswerInput(BaseModel):
                 raise ValueError(f"That answer is {len(self.custom):,} characters; the limit is {CUSTOM_MAX:,}.")
             if self.selected_indexes:
                 raise ValueError("Pick options or type an answer, not both.")
+            if self.changes is not None:
+                raise ValueError("Tick changes or type an answer, not both.")
         elif not self.selected_indexes:
             raise ValueError("Pick an option or type an answer.")
         return self
@@ -101,6 +106,8 @@ class AnswerFields(BaseModel):
     options: list[int] | None = None  # checkboxes: several
     label: str | list[str] | None = None  # what the client showed at those indexes
     custom: str | None = None  # typed
+    # A confirmation's ticked changes, by place in its list; the one field for them on both edges.
+    changes: list[int] | None = Field(None, max_length=500)
 
     def to_answer(self) -> AnswerInput:
         """Raises AnswerRejected, or pydantic's ValidationError from AnswerInput's rules."""
@@ -108,4 +115,4 @@ class AnswerFields(BaseModel):
             raise AnswerRejected("Pick one option, or several, not both.")
         picked = [self.option] if self.option is not None else (self.options or [])
         labels = [self.label] if isinstance(self.label, str) else self.label
-        return AnswerInput(selected_indexes=picked, labels=labels, custom=self.custom)
+        return AnswerInput(selected_indexes=picked, labels=labels, custom=self.custom, changes=self.changes)

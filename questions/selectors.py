@@ -3,6 +3,8 @@ from __future__ import annotations
 import uuid
 
 from django.db.models import Count
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
 
 from questions.errors import QuestionNotFound
 from questions.models import PendingQuestion, QuestionGroup
@@ -63,10 +65,12 @@ def groups_for_conversation(*, conversation_id) -> list[QuestionGroup]:
 
 def clarification_rounds(*, conversation_id: uuid.UUID) -> dict[int, int]:
     """Clarification rounds asked per request in the conversation (at most two are allowed per
-    request): {the request's message id: rounds}."""
+    request): {the original request's message id: rounds}. A round asked about a clarified
+    request counts toward the request it clarifies (its `request_root_id`)."""
     rounds = (
         QuestionGroup.objects.filter(conversation_id=conversation_id, kind=QuestionGroup.Kind.CLARIFY)
-        .values_list("payload__request_message_id")
+        .annotate(request=Coalesce(KT("payload__request_root_id"), KT("payload__request_message_id")))
+        .values_list("request")
         .annotate(rounds=Count("id"))
         .order_by()
     )
@@ -90,8 +94,9 @@ def answers_for_model(questions: list[PendingQuestion]) -> dict:
         }
         if q.status == Status.TIMED_OUT:
             row["default_applied"] = bool(q.selected_indexes)
+            labels = ", ".join(q.options[i]["label"] for i in q.selected_indexes)
             row["note"] = (
-                "The user did not answer in time; the most likely option was applied as the default."
+                f"No answer — default applied: {labels}. The user did not answer in time; this is your guess, not their choice."
                 if q.selected_indexes
                 else "The user did not answer in time and there was no default; treat it as unanswered."
             )

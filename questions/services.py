@@ -26,6 +26,8 @@ from questions.schemas import AnswerInput, QuestionSpec
 
 Status = PendingQuestion.Status
 Via = PendingQuestion.ResolvedVia
+# A confirmation's first option applies its changes (the ticked ones); the second cancels.
+CONFIRM_APPLY = 0
 
 
 @dataclass(frozen=True)
@@ -76,9 +78,12 @@ def ask(
     default_indexes: list[list[int]] | None = None,
     option_extras: list[list[dict]] | None = None,
     timeouts: QuestionTimeouts | None = None,
+    starts_when_shown: bool = False,
     now: dt.datetime | None = None,
 ) -> QuestionGroup:
-    """Create a group of questions; the first one becomes current and its deadline starts."""
+    """Create a group of questions; the first one becomes current and its deadline starts —
+    or, with `starts_when_shown`, it waits paused until a tab shows it (`resume`). Waiting spends
+    the pause budget, so a card that no tab ever shows still times out."""
     now = now or timezone.now()
     timeouts = timeouts or QuestionTimeouts()  # the turn passes the admin's values (AIConfig)
     _check_limits(user=user, conversation_id=conversation_id, new=len(specs), now=now)
@@ -112,6 +117,10 @@ def ask(
                 default_indexes=(default_indexes or [[]] * len(specs))[position],
             )
         )
+    if starts_when_shown and questions and questions[0].deadline is not None:
+        first = questions[0]
+        first.paused_at, first.remaining_at_pause = now, first.timeout_seconds
+        first.deadline = now + dt.timedelta(seconds=(first.timeout_seconds or 0) + settings.QUESTION_PAUSE_CAP_SECONDS)
     PendingQuestion.objects.bulk_create(questions)
     return group
 
@@ -182,9 +191,13 @@ def answer_many(requests: list[AnswerRequest]) -> list[Resolution | QuestionErro
             continue
         try:
             text, indexes, is_custom = _checked(question, request.answer)
+            chosen = _checked_changes(group, request.answer, indexes)
         except AnswerRejected as exc:
             outcomes.append(exc)
             continue
+        if chosen is not None:
+            group.payload = {**group.payload, "chosen": chosen}
+            changes.payloads.append(group)
         via = _via(request.via, is_custom=is_custom, picked=len(indexes))
         outcomes.append(
             _settle(
@@ -230,6 +243,26 @@ def _checked(question: PendingQuestion, answer: AnswerInput) -> tuple[str, list[
             raise AnswerRejected("The option you picked no longer matches the question; reload and try again.")
     ordered = sorted(indexes)
     return ", ".join(question.options[i]["label"] for i in ordered), ordered, False
+
+
+def _checked_changes(group: QuestionGroup, answer: AnswerInput, indexes: list[int]) -> list[int] | None:
+    """The changes a confirmation's Apply applies, by their place in its list, sorted; None when
+    the answer names none (every change listed) or does not apply (Cancel ignores the ticks)."""
+    if answer.changes is None:
+        return None
+    if group.kind != QuestionGroup.Kind.CONFIRM:
+        raise AnswerRejected("This question has no list of changes to tick.")
+    if indexes != [CONFIRM_APPLY]:
+        return None
+    count = len(group.payload.get("operations") or [])
+    if not answer.changes:
+        raise AnswerRejected("Tick at least one change to apply, or cancel.")
+    for i in answer.changes:
+        if not 0 <= i < count:
+            raise AnswerRejected(f"There is no change {i + 1} on this card; it lists {count}.")
+    if len(set(answer.changes)) != len(answer.changes):
+        raise AnswerRejected("A change was ticked twice.")
+    return sorted(answer.changes)
 
 
 def _key_range(question: PendingQuestion) -> str:
@@ -284,8 +317,11 @@ class _Changes:
     resolved: list[PendingQuestion] = field(default_factory=list)
     clocks_started: list[PendingQuestion] = field(default_factory=list)  # the next question's deadline
     completed: list[QuestionGroup] = field(default_factory=list)
+    payloads: list[QuestionGroup] = field(default_factory=list)  # a confirmation's ticked changes
 
     def save(self, now: dt.datetime) -> None:
+        for group in self.payloads:
+            QuestionGroup.objects.filter(pk=group.pk).update(payload=group.payload)
         if self.resolved:
             qs = self.resolved
             written = sql.resolve(qs, now=now)

@@ -58,9 +58,44 @@ def project_for_user(*, user: User, project_id: int) -> Project:
     return Project.objects.get(owner=user, pk=project_id)
 
 
+DUE_WINDOWS = ("overdue", "today", "this_week", "next_7_days")
+
+
+@dataclass(frozen=True)
+class DueWindow:
+    """Due dates from `first` to `last` (inclusive; None: open-ended), as days of the user's calendar."""
+
+    name: str
+    first: dt.date | None
+    last: dt.date | None
+
+
+def due_window(*, name: str, today: dt.date) -> DueWindow:
+    """`today` is the user's date (in their time zone). "this_week" is Monday to Sunday of the
+    week `today` falls in; "overdue" is everything due before today."""
+    if name == "overdue":
+        return DueWindow(name, None, today - dt.timedelta(days=1))
+    if name == "today":
+        return DueWindow(name, today, today)
+    if name == "this_week":
+        monday = today - dt.timedelta(days=today.weekday())
+        return DueWindow(name, monday, monday + dt.timedelta(days=6))
+    if name == "next_7_days":
+        return DueWindow(name, today, today + dt.timedelta(days=6))
+    raise ValueError(f"unknown due window {name!r}; one of {', '.join(DUE_WINDOWS)}")
+
+
 def tasks_for_user(
-    *, user: User, status: str = "all", project_id: int | None = None, search: str | None = None, limit: int = 100
+    *,
+    user: User,
+    status: str = "all",
+    project_id: int | None = None,
+    search: str | None = None,
+    due: DueWindow | None = None,
+    limit: int = 100,
 ) -> Page[Task]:
+    """With `due`: tasks due in that window, soonest first; completed ones only when `status`
+    asks for them (what is due is what is still to do)."""
     tasks = Task.objects.filter(owner=user).select_related("project")
     if status != "all":
         tasks = tasks.filter(status=status)
@@ -68,7 +103,16 @@ def tasks_for_user(
         tasks = tasks.filter(project_id=project_id)
     if search:
         tasks = tasks.filter(title__icontains=search)
-    return _page(tasks.order_by("-created_at", "-id"), limit=limit)
+    if due is None:
+        return _page(tasks.order_by("-created_at", "-id"), limit=limit)
+    if status == "all":
+        tasks = tasks.exclude(status=Task.Status.COMPLETED)
+    tasks = tasks.filter(due_date__isnull=False)
+    if due.first is not None:
+        tasks = tasks.filter(due_date__gte=due.first)
+    if due.last is not None:
+        tasks = tasks.filter(due_date__lte=due.last)
+    return _page(tasks.order_by("due_date", "-id"), limit=limit)
 
 
 def notes_for_user(*, user: User, project_id: int | None = None, search_term: str | None = None, limit: int = 50) -> Page[Note]:

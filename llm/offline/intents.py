@@ -32,6 +32,7 @@ _GENERIC_TERMS = {"tasks", "task", "notes", "note", "it", "them", "everything", 
 @dataclass(frozen=True)
 class Intent:
     # read: "tasks" | "count_tasks" | "notes" | "projects" | "knowledge" | "help"
+    #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
     kind: str
@@ -40,6 +41,7 @@ class Intent:
     project_name: str | None = None
     target_project: str | None = None  # move_tasks: where to
     title: str | None = None  # create_*: what to call it
+    due: str | None = None  # tasks/count_tasks: "overdue" | "today" | "this_week" | "next_7_days"
 
 
 _DELETE = re.compile(r"\b(delete|remove|erase|get rid of|clear out)\b", re.IGNORECASE)
@@ -56,6 +58,8 @@ _CREATE = re.compile(
 )
 # "the design tasks", "my launch tasks": a word or two before "tasks" that is a search term.
 _ADJECTIVE_TERM = re.compile(r"\b(?:the|my|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE)
+# "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
+_CLEANUP = re.compile(r"\b(?:clean ?up|tidy(?: up)?|sort out|declutter|prune)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^(how|what|why|where|when|which|who|can|could|does|do|is|are|should)\b", re.IGNORECASE)
 _NOT_TERMS = {
     "all",
@@ -146,10 +150,16 @@ def parse(text: str) -> Intent:
     project_name = _project_name(raw)
     search = _search_term(raw, project_name)
 
+    if due := _due_window(lower):
+        # "What's due this week?", "list everything due this week", "anything overdue in Atlas?"
+        counting = bool(re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower))
+        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due=due)
     if re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower) and (mentions_tasks or status != "all"):
         return Intent("count_tasks", status=status, project_name=project_name)
     if mentions_notes:
         return Intent("notes", search=search, project_name=project_name)
+    if mentions_tasks and _CLEANUP.search(raw):
+        return Intent("cleanup", project_name=project_name)
     if mentions_tasks or status != "all":
         return Intent("tasks", status=status, search=search, project_name=project_name)
     if mentions_projects and (owns_projects or not _QUESTION.match(raw)):
@@ -184,6 +194,21 @@ def _write_intent(raw: str) -> Intent | None:
         return Intent("delete_tasks", status=_status(lower), search=search, project_name=project_name)
     if _COMPLETE.search(raw):
         return Intent("complete_tasks", status="all", search=search, project_name=project_name)
+    return None
+
+
+_DUE_WINDOWS = [
+    (r"\boverdue\b|\bpast due\b|\blate\b", "overdue"),
+    (r"\bdue\b.*\b(?:next|coming)\s+(?:7|seven)\s+days\b|\b(?:next|coming)\s+(?:7|seven)\s+days\b.*\bdue\b", "next_7_days"),
+    (r"\bdue\b.*\bthis week\b|\bthis week\b.*\bdue\b", "this_week"),
+    (r"\bdue\b.*\btoday\b|\btoday\b.*\bdue\b", "today"),
+]
+
+
+def _due_window(lower: str) -> str | None:
+    for pattern, window in _DUE_WINDOWS:
+        if re.search(pattern, lower):
+            return window
     return None
 
 

@@ -22,19 +22,35 @@ CAPABILITIES = (
 )
 
 
+DUE_WORDS = {"overdue": "overdue", "today": "due today", "this_week": "due this week", "next_7_days": "due in the next 7 days"}
+
+
 def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     tasks = result["tasks"]
     status = result.get("filters", {}).get("status", "all")
+    due = result.get("filters", {}).get("due")
     where = scope(project_name, search)
     label = STATUS_LABEL.get(status, "")
-    noun = f"{label} tasks".strip()
+    noun = f"{label} tasks".strip() + (f" {DUE_WORDS[due]}{_window(result)}" if due in DUE_WORDS else "")
     if not tasks:
         return f"You have no {noun}{where}."
     lines = [f"Here {'is' if result['total'] == 1 else 'are'} your {noun}{where} ({result['total']}):", ""]
-    lines += [_task_line(t, show_status=status == "all") for t in tasks]
+    today = dt.date.fromisoformat(result["today"]) if result.get("today") else None
+    lines += [_task_line(t, show_status=status == "all", today=today) for t in tasks]
     if result.get("truncated"):
         lines += ["", f"…and {result['more']} more not shown."]
     return "\n".join(lines)
+
+
+def cleanup_answer(result: dict, *, project_name: str | None) -> str:
+    """A cleanup the offline engine cannot decide on (which tasks are "stale"?): it says so, says
+    what it can do instead, and lists the tasks to review. Nothing is proposed."""
+    where = scope(project_name, None)
+    return (
+        f"Offline I can't tell which tasks a cleanup should touch, so I haven't changed anything. "
+        f"I can delete finished work (“delete all my completed tasks{where}”) or list what is open "
+        f"(“show my to-do tasks{where}”).\n\n" + tasks_answer(result, project_name=project_name, search=None)
+    )
 
 
 def count_answer(result: dict, *, project_name: str | None) -> str:
@@ -42,6 +58,8 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
     status = result.get("filters", {}).get("status", "all")
     where = scope(project_name, None)
     plural = "task" if total == 1 else "tasks"
+    if (due := result.get("filters", {}).get("due")) in DUE_WORDS:
+        return f"You have **{total}** open {plural} {DUE_WORDS[due]}{_window(result)}{where}."
     if status == "completed":
         return f"You have completed **{total}** {plural}{where}."
     if status == "in_progress":
@@ -99,7 +117,16 @@ def scope(project_name: str | None, search: str | None) -> str:
     return "".join(parts)
 
 
-def _task_line(task: dict, *, show_status: bool) -> str:
+def _window(result: dict) -> str:
+    """ " (Mon Nov 23 – Sun Nov 29)": the days a due-date answer covers, in the person's calendar."""
+    first, last = result.get("due_from"), result.get("due_until")
+    if not first or not last or first == last:
+        return ""
+    a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
+    return f" ({a:%a} {a:%b} {a.day} – {b:%a} {b:%b} {b.day})"
+
+
+def _task_line(task: dict, *, show_status: bool, today: dt.date | None = None) -> str:
     details = []
     if task.get("project"):
         details.append(task["project"]["name"])
@@ -108,13 +135,14 @@ def _task_line(task: dict, *, show_status: bool) -> str:
     if task.get("priority") in ("high", "urgent"):
         details.append(f"{task['priority']} priority")
     if task.get("due_date"):
-        details.append(_due(task["due_date"], done=task["status"] == "completed"))
+        details.append(_due(task["due_date"], done=task["status"] == "completed", today=today))
     return f"- **{task['title']}**" + (f" — {' · '.join(details)}" if details else "")
 
 
-def _due(iso: str, *, done: bool) -> str:
+def _due(iso: str, *, done: bool, today: dt.date | None = None) -> str:
+    """`today`: the person's date when the result says it (a due-date query), else the server's."""
     due = dt.date.fromisoformat(iso)
-    days = (due - dt.date.today()).days
+    days = (due - (today or dt.date.today())).days
     if done:
         return f"due {due:%b} {due.day}"
     if days < 0:
@@ -147,12 +175,14 @@ def nothing_to_change(action: str, *, status: str, search: str | None, project_n
 
 def operations_outcome(result: dict, *, more: int = 0) -> str:
     status = result.get("status")
-    if status == "applied":
+    if status in ("applied", "applied_in_part"):
         parts = []
         for op, count in result.get("by_operation", {}).items():
             verb, noun = VERBS.get(op, (op, "item"))
             parts.append(f"{verb} {count} {noun}{'s' if count != 1 else ''}")
         text = "Done — " + ", ".join(parts) + "."
+        if refused := result.get("refused_changes"):
+            text += f" You left out {len(refused)} of the {len(refused) + result.get('applied', 0)} proposed changes; they were not made."
         if more:
             text += f" {more} more matched but were not included; ask again to handle them."
         return text

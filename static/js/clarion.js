@@ -106,7 +106,7 @@
   // Cards are re-rendered whole over the socket; what someone is typing into one must not vanish,
   // and the field they are in keeps the focus even before they type (their next key is text).
   var typedBeforeSwap = [];
-  document.addEventListener("htmx:oobBeforeSwap", function () {
+  function rememberTyped() {
     typedBeforeSwap = [];
     document.querySelectorAll(".custom-answer input").forEach(function (input) {
       var focused = document.activeElement === input;
@@ -116,8 +116,8 @@
         start: input.selectionStart, end: input.selectionEnd,
       });
     });
-  });
-  document.addEventListener("htmx:oobAfterSwap", function () {
+  }
+  function restoreTyped() {
     typedBeforeSwap.forEach(function (typed) {
       var input = document.getElementById(typed.id);
       if (!input || input === document.activeElement) return;
@@ -127,6 +127,57 @@
         try { input.setSelectionRange(typed.start, typed.end); } catch (e) { /* not a text input */ }
       }
     });
+  }
+  document.addEventListener("htmx:oobBeforeSwap", rememberTyped);
+  document.addEventListener("htmx:oobAfterSwap", restoreTyped);
+  // A card can also come back as an HTTP response (its clock resumed): the same care.
+  function isCardSwap(event) { return event.detail && event.detail.target && event.detail.target.classList.contains("question-card"); }
+  document.addEventListener("htmx:beforeSwap", function (event) { if (isCardSwap(event)) rememberTyped(); });
+  document.addEventListener("htmx:afterSwap", function (event) { if (isCardSwap(event)) restoreTyped(); });
+
+  // --- a confirmation applies the ticked changes ------------------------------------------------
+  // Each change has a tick (all ticked as rendered) tied to the card's Apply form; the Apply
+  // button says how many it will make, and the ticks survive a re-render of the card (a pause).
+  function changeBoxes(root) { return root.querySelectorAll('.operation-list input[name="changes"]'); }
+
+  function showTickedChanges(card) {
+    var boxes = changeBoxes(card);
+    var note = card.querySelector(".apply-count");
+    if (!boxes.length || !note) return;
+    var ticked = Array.prototype.filter.call(boxes, function (box) { return box.checked; }).length;
+    if (ticked === boxes.length) note.textContent = note.dataset.all;
+    else if (ticked === 0) note.textContent = "Tick at least one change to apply";
+    else note.textContent = "Apply " + ticked + " of " + boxes.length + " changes";
+    note.closest("button").disabled = ticked === 0;
+  }
+
+  document.addEventListener("change", function (event) {
+    var box = event.target;
+    if (box.name !== "changes" || !box.closest(".question-card")) return;
+    showTickedChanges(box.closest(".question-card"));
+  });
+
+  var untickedBeforeSwap = [];
+  document.addEventListener("htmx:oobBeforeSwap", function () {
+    untickedBeforeSwap = [];
+    changeBoxes(document).forEach(function (box) {
+      if (!box.checked) untickedBeforeSwap.push({ form: box.getAttribute("form"), value: box.value });
+    });
+  });
+  document.addEventListener("htmx:oobAfterSwap", function () {
+    untickedBeforeSwap.forEach(function (was) {
+      var box = document.querySelector('input[name="changes"][form="' + was.form + '"][value="' + was.value + '"]');
+      if (box) box.checked = false;
+    });
+    document.querySelectorAll(".question-confirm").forEach(showTickedChanges);
+  });
+
+  // --- the person's time zone goes with each message ----------------------------------------------
+  // "What's due today?" means the person's today: the server keeps the zone on the message.
+  document.addEventListener("htmx:wsConfigSend", function (event) {
+    if (!event.target || event.target.id !== "composer" || !window.Intl) return;
+    var zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (zone) event.detail.parameters.time_zone = zone;
   });
 
   // --- connection state and messages queued while it is down ------------------------------------
@@ -317,22 +368,9 @@
       };
       clocks.set(id, clock);
       draw(clock); // a card swapped in shows its own time from its first paint, not a full bar
+      watchOnScreen(el);
     });
     clocks.forEach(function (clock, id) { if (!document.body.contains(clock.el)) clocks.delete(id); });
-  }
-
-  // A pause belongs to the typing that caused it. A page that opens on a paused card with nothing
-  // typed (a reload mid-pause) lets the clock run again rather than leave it frozen. The card
-  // comes back in the response: this page's socket may not be open yet to receive it.
-  function resumeStalePauses() {
-    var input = composer();
-    if (input && input.value.trim() !== "") return;
-    document.querySelectorAll('.question-pending[data-paused="1"]').forEach(function (el) {
-      var custom = el.querySelector(".custom-answer input");
-      if (pausedByMe.has(el.dataset.question) || (custom && custom.value.trim() !== "")) return;
-      var group = el.closest(".question-card");
-      htmx.ajax("POST", el.dataset.resumeUrl, { source: el, target: "#" + group.id, swap: "outerHTML" });
-    });
   }
 
   function left(clock) {
@@ -355,6 +393,7 @@
     clock.el.classList.toggle("countdown-low", remaining < Math.min(5, clock.total / 3));
     // The default flashes through the last 500 ms, so the flash ends as the server's deadline
     // arrives: its own timer resolves the question right then and would cut a later flash short.
+    showReconnecting(clock);
     var top = clock.el.querySelector(".option.is-default");
     if (top) top.classList.toggle("flash", !clock.paused && remaining <= FLASH_MS / 1000);
     if (!clock.paused && remaining <= 0 && !clock.fired) {
@@ -374,6 +413,93 @@
     var group = clock.el.closest(".question-card");
     htmx.ajax("POST", clock.el.dataset.expireUrl, { source: clock.el, target: "#" + group.id, swap: "outerHTML" });
   }
+
+  // --- the clock runs only while someone can see the card ------------------------------------------
+  // A card whose default would answer for the person starts paused (questions.services.ask:
+  // starts_when_shown). This tab starts its clock once the card is on screen, the tab is visible
+  // and no reply above it is still streaming, and pauses it while the tab is hidden. The server
+  // keeps the deadline: a tab that never comes back uses up the pause budget and the question
+  // times out; a reload shows what is left. A pause belongs to whoever caused it: a card paused by
+  // typing (here or in another tab) is left to that typing's idle timer, except that a page
+  // opening on it with nothing typed lets it run (the tab that typed may be gone).
+  var startedHere = new Set(); // questions whose clock this tab started or found running
+  var pausedAway = new Set();  // questions this tab paused because it was hidden
+  var onScreen = new Set();    // questions whose card is in the viewport
+  var watched = new WeakSet();
+  var screenWatch = window.IntersectionObserver ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) {
+      var id = entry.target.dataset.question;
+      if (!entry.target.isConnected) return;
+      if (entry.isIntersecting) onScreen.add(id); else onScreen.delete(id);
+    });
+    startWhenSeen();
+  }) : null;
+
+  function watchOnScreen(el) {
+    if (watched.has(el)) return;
+    watched.add(el);
+    if (screenWatch) screenWatch.observe(el); else onScreen.add(el.dataset.question);
+  }
+
+  function streamingAbove(el) {
+    return Array.prototype.some.call(document.querySelectorAll(".message.streaming"), function (stream) {
+      return Boolean(stream.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING);
+    });
+  }
+
+  function somethingTyped(el) {
+    var input = composer();
+    var custom = el.querySelector(".custom-answer input");
+    return (input && input.value.trim() !== "") || (custom && custom.value.trim() !== "");
+  }
+
+  function startWhenSeen() {
+    var el = currentQuestion();
+    if (!el || !el.dataset.remaining) return;
+    var id = el.dataset.question;
+    if (el.dataset.paused !== "1") { startedHere.add(id); return; }
+    if (pausedByMe.has(id) || (startedHere.has(id) && !pausedAway.has(id))) return;
+    if (document.visibilityState !== "visible" || !onScreen.has(id) || streamingAbove(el) || somethingTyped(el)) return;
+    startedHere.add(id);
+    pausedAway.delete(id);
+    // The card comes back in the response: this page's socket may not be open yet to receive
+    // the broadcast of the running clock.
+    var group = el.closest(".question-card");
+    htmx.ajax("POST", el.dataset.resumeUrl, { source: el, target: "#" + group.id, swap: "outerHTML" });
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") { startWhenSeen(); return; }
+    var el = currentQuestion();
+    if (!el || !el.dataset.remaining || el.dataset.paused === "1") return;
+    var id = el.dataset.question;
+    var clock = clocks.get(id);
+    if (clock) { clock.remaining = left(clock); clock.paused = true; }
+    pausedAway.add(id);
+    htmx.ajax("POST", el.dataset.pauseUrl, { source: el, swap: "none" });
+  });
+
+  // While the socket is down the countdown says so instead of looking frozen; the server keeps
+  // the time (its label is hidden meanwhile, in app.css).
+  function showReconnecting(clock) {
+    var countdown = clock.el.querySelector(".countdown");
+    if (!countdown) return;
+    var note = countdown.querySelector(".countdown-reconnecting");
+    var away = document.body.dataset.ws === "closed";
+    if (away && !note) {
+      note = document.createElement("span");
+      note.className = "countdown-reconnecting";
+      note.textContent = "Reconnecting…";
+      countdown.insertBefore(note, countdown.querySelector(".countdown-time"));
+    } else if (!away && note) {
+      note.remove();
+    }
+  }
+
+  // The socket is back: a countdown that reached zero while the server was unreachable asks again.
+  document.addEventListener("htmx:wsOpen", function () {
+    clocks.forEach(function (clock) { if (clock.fired && clock.el.isConnected) clock.fired = false; });
+  });
 
   // --- pause while typing ----------------------------------------------------------------------
   var pausedByMe = new Set();
@@ -399,10 +525,9 @@
     }, IDLE_RESUME_MS);
   });
 
-  document.addEventListener("htmx:load", scan);
+  document.addEventListener("htmx:load", function () { scan(); startWhenSeen(); });
   document.addEventListener("DOMContentLoaded", function () {
     scan();
-    resumeStalePauses();
     followThread();
     requestAnimationFrame(tick);
   });

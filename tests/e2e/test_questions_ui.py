@@ -382,7 +382,7 @@ def test_countdown_flashes_the_default_and_submits_it(guessing_model_server, bro
 
     receipt = page.locator(".question-receipt.timed-out")
     expect(receipt.locator(".receipt-answer")).to_have_text("Harbor", timeout=10_000)
-    expect(receipt).to_contain_text("(timed out, default applied)")
+    expect(receipt).to_contain_text("No answer — default applied: Harbor")
     expect(page.locator(".message-assistant .markdown")).to_contain_text("Here is the Harbor summary.")
     flash, shown = page.evaluate("[window.__flash, window.__receipt]")
     assert flash is not None, "the default option never flashed"

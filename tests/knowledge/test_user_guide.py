@@ -122,7 +122,7 @@ QUOTED_ON_SCREEN = [
     ("question-deadlines.md", "Paused while you type", "templates/questions/_card_pending.html"),
     ("question-deadlines.md", "No default — nothing is chosen when time runs out", "templates/questions/_card_pending.html"),
     ("question-deadlines.md", "Nothing is applied if time runs out", "templates/questions/_card_pending.html"),
-    ("question-deadlines.md", "timed out, default applied", "templates/questions/_card_timed_out.html"),
+    ("question-deadlines.md", "No answer — default applied:", "templates/questions/_card_timed_out.html"),
     ("question-deadlines.md", "Timed out — ", "templates/questions/_card_timed_out.html"),
     ("confirming-changes.md", "Cancelled — nothing changed", "templates/questions/_card_answered.html"),
     ("confirming-changes.md", "Applied — ", "templates/questions/_card_answered.html"),

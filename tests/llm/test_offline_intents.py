@@ -20,6 +20,8 @@ from llm.offline.intents import Intent, parse
         ("hello", Intent("help")),
         ("write me a poem about the sea", Intent("help")),
         ("", Intent("help")),
+        ("clean up my tasks only the stale ones in Atlas", Intent("cleanup", project_name="Atlas")),
+        ("tidy up my tasks", Intent("cleanup")),
     ],
 )
 def test_parse(text, expected):

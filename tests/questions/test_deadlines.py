@@ -49,7 +49,7 @@ async def test_expiry_applies_the_guessed_default_and_tells_the_model(question):
     assert (q.status, q.answer, q.selected_indexes, q.resolved_via) == ("timed_out", "Home", [2], "timeout_default")
     (row,) = (await tool_result())["answers"]
     assert row["status"] == "timed_out" and row["default_applied"] is True and row["answers"] == ["Home"]
-    assert "most likely option was applied" in row["note"]
+    assert row["note"].startswith("No answer — default applied: Home.") and "not their choice" in row["note"]
     # Exactly once: a second expiry (timer + sweep + browser) does nothing.
     assert await answering.expire(question.pk) is None
     assert await database_sync_to_async(Message.objects.filter(role="tool").count)() == 1

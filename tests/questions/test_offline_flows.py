@@ -138,7 +138,8 @@ async def test_skip_proceeds_with_the_original_request(alice, fast_questions):
     assert {(q.status, q.resolved_via) for q in questions} == {("cancelled", "skipped")}
     derived = (await rows(services.Message, conversation=conversation, role="user"))[-1]
     assert derived.content == "clean up my tasks" and derived.metadata["skipped"] is True
-    assert (await last_reply(conversation.pk)).startswith("Here are your tasks")
+    reply = await last_reply(conversation.pk)
+    assert reply.startswith("Offline I can't tell which tasks a cleanup should touch") and "Here are your tasks" in reply
     await socket.disconnect()
 
 
@@ -183,4 +184,25 @@ async def test_a_new_request_cancels_a_confirmation_without_changing_anything(al
     assert len(await rows(Task, owner=alice)) == 50
     (result,) = await rows(services.Message, conversation=conversation, role="tool", tool_name="propose_operations")
     assert '"status": "cancelled"' in result.content and "new message" in result.content
+    await socket.disconnect()
+
+
+async def test_a_typed_answer_to_the_cleanup_card_is_not_asked_again(alice, fast_questions):
+    """ "only the stale ones" and Atlas: the offline engine says what it cannot do, lists Atlas's
+    tasks, and never shows the same card twice."""
+    await database_sync_to_async(seed_demo_workspace)(user=alice)
+    conversation, socket, _ = await chat(alice, "clean up my tasks")
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    first, second = await rows(PendingQuestion, group=group)
+    await socket.send_to(text_data=form_frame(action="answer", question_id=str(first.pk), custom="only the stale ones"))
+    await frames_of_turn(socket)
+    await socket.send_to(text_data=form_frame(action="answer", question_id=str(second.pk), option=1))
+    frames = await frames_of_turn(socket)
+    derived = (await rows(services.Message, conversation=conversation, role="user"))[-1]
+    assert derived.content == "clean up my tasks only the stale ones in Atlas"
+    assert len(await rows(QuestionGroup, conversation=conversation)) == 1, "the same card was asked again"
+    reply = await last_reply(conversation.pk)
+    assert reply.startswith("Offline I can't tell which tasks a cleanup should touch, so I haven't changed anything.")
+    assert "“delete all my completed tasks in Atlas”" in reply and "Here are your tasks in Atlas" in reply
+    assert frames.count('class="question-pending"') == 0  # no card waits: nothing was asked again
     await socket.disconnect()

@@ -1,0 +1,160 @@
+"""Due-date questions ("what's due this week?", "overdue", "today", "next 7 days") offline and
+through the query tool, with the dates in the person's time zone (the one their browser sends with
+each message, kept on the message)."""
+
+import datetime as dt
+import json
+import zoneinfo
+
+import pytest
+from channels.db import database_sync_to_async
+from django.utils import timezone
+
+from chat import agent, services, tools
+from chat.models import Message
+from llm import ToolCall
+from tests.websocket import form_frame, frames_of_turn, open_socket
+from workspace import selectors
+from workspace import services as workspace_services
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+AHEAD, BEHIND = "Pacific/Kiritimati", "Pacific/Pago_Pago"  # UTC+14 and UTC-11: 25 hours apart
+
+
+def zone_whose_date_is_not_utcs() -> tuple[str, dt.date]:
+    """A zone whose calendar date differs from the server's (UTC) right now; one of the two always does."""
+    utc_today = timezone.localdate(timezone=dt.timezone.utc)
+    for name in (AHEAD, BEHIND):
+        today = timezone.localdate(timezone=zoneinfo.ZoneInfo(name))
+        if today != utc_today:
+            return name, today
+    raise AssertionError("unreachable: the two zones are 25 hours apart")
+
+
+def test_due_windows_in_the_persons_calendar():
+    wednesday = dt.date(2026, 11, 25)
+    assert selectors.due_window(name="today", today=wednesday) == selectors.DueWindow("today", wednesday, wednesday)
+    assert selectors.due_window(name="this_week", today=wednesday) == selectors.DueWindow(
+        "this_week", dt.date(2026, 11, 23), dt.date(2026, 11, 29)
+    )
+    assert selectors.due_window(name="next_7_days", today=wednesday).last == dt.date(2026, 12, 1)
+    assert selectors.due_window(name="overdue", today=wednesday) == selectors.DueWindow("overdue", None, dt.date(2026, 11, 24))
+    with pytest.raises(ValueError):
+        selectors.due_window(name="someday", today=wednesday)
+
+
+def test_tasks_due_in_a_window_leave_out_completed_ones_and_other_users(alice, bob):
+    today = dt.date(2026, 11, 25)
+    for title, due, status in [
+        ("yesterday", today - dt.timedelta(days=1), "todo"),
+        ("today", today, "in_progress"),
+        ("sunday", dt.date(2026, 11, 29), "todo"),
+        ("next monday", dt.date(2026, 11, 30), "todo"),
+        ("done today", today, "completed"),
+    ]:
+        workspace_services.create_task(user=alice, title=title, due_date=due, status=status)
+    workspace_services.create_task(user=alice, title="no date")
+    workspace_services.create_task(user=bob, title="bob today", due_date=today)
+
+    def titles(name, **kw):
+        window = selectors.due_window(name=name, today=today)
+        return [t.title for t in selectors.tasks_for_user(user=alice, due=window, **kw).items]
+
+    assert titles("this_week") == ["yesterday", "today", "sunday"]
+    assert titles("today") == ["today"]
+    assert titles("overdue") == ["yesterday"]
+    assert titles("next_7_days") == ["today", "sunday", "next monday"]
+    assert titles("today", status="completed") == ["done today"]
+
+
+async def test_the_query_tool_reads_today_in_the_users_time_zone(alice):
+    zone, today = zone_whose_date_is_not_utcs()
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="theirs", due_date=today)
+    utc_today = timezone.localdate(timezone=dt.timezone.utc)
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="the server's", due_date=utc_today)
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+
+    async def due_today(time_zone):
+        ctx = tools.ToolContext(user=alice, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
+                                timeouts=None, time_zone=time_zone)  # fmt: skip
+        call = ToolCall(id="c1", name="query_tasks", arguments=json.dumps({"due": "today"}))
+        return json.loads((await tools.execute(ctx=ctx, call=call)).content)
+
+    result = await due_today(zone)
+    assert [t["title"] for t in result["tasks"]] == ["theirs"]
+    assert (result["today"], result["time_zone"], result["due_from"], result["due_until"]) == (
+        today.isoformat(), zone, today.isoformat(), today.isoformat()
+    )  # fmt: skip
+    assert [t["title"] for t in (await due_today("UTC"))["tasks"]] == ["the server's"]
+
+    ctx = tools.ToolContext(
+        user=alice, conversation_id=conversation.pk, tool_call_id="c2", in_reply_to_id=0, timeouts=None, time_zone="UTC"
+    )
+    bad = await tools.execute(ctx=ctx, call=ToolCall(id="c2", name="query_tasks", arguments=json.dumps({"due": "someday"})))
+    assert bad.is_error and "due" in bad.content
+
+
+async def chat(alice, text, **frame):
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="send_message", message=text, **frame))
+    frames = await frames_of_turn(socket)
+    await socket.disconnect()
+    reply = await database_sync_to_async(
+        lambda: Message.objects.filter(conversation=conversation, role="assistant").exclude(content="").last()
+    )()
+    return conversation, frames, reply
+
+
+@pytest.mark.parametrize("text", ["What's due this week?", "list everything due this week"])
+async def test_whats_due_this_week_offline_lists_the_open_tasks_due_this_week(alice, text):
+    zone, today = zone_whose_date_is_not_utcs()
+    monday = today - dt.timedelta(days=today.weekday())
+    for title, due, status in [
+        ("Send the invoice", monday, "todo"),
+        ("Book the venue", monday + dt.timedelta(days=6), "in_progress"),
+        ("Already sent", monday + dt.timedelta(days=2), "completed"),
+        ("Next week's review", monday + dt.timedelta(days=7), "todo"),
+    ]:
+        await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due, status=status)
+    conversation, frames, reply = await chat(alice, text, time_zone=zone)
+    assert reply.content.startswith("Here are your tasks due this week (")
+    assert "Send the invoice" in reply.content and "Book the venue" in reply.content
+    assert "Already sent" not in reply.content and "Next week's review" not in reply.content
+    assert "(2):" in reply.content
+    request = await database_sync_to_async(Message.objects.get)(conversation=conversation, role="user")
+    assert request.metadata == {"time_zone": zone}
+
+
+async def test_overdue_and_today_offline(alice):
+    zone, today = zone_whose_date_is_not_utcs()
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Late report", due_date=today - dt.timedelta(days=3))
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Call Sam", due_date=today)
+    _, _, overdue = await chat(alice, "what's overdue?", time_zone=zone)
+    assert overdue.content.startswith("Here is your tasks overdue (1):") or "Late report" in overdue.content
+    assert "Call Sam" not in overdue.content and "overdue since" in overdue.content
+    _, _, due_today = await chat(alice, "what's due today?", time_zone=zone)
+    assert "Call Sam" in due_today.content and "due today" in due_today.content and "Late report" not in due_today.content
+    _, _, count = await chat(alice, "how many tasks are overdue?", time_zone=zone)
+    assert count.content == "You have **1** open task overdue."
+
+
+async def test_a_turn_reads_the_time_zone_of_the_latest_message_that_has_one(alice):
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    await database_sync_to_async(services.post_user_message)(user=alice, conversation_id=conversation.pk, content="hi", time_zone=AHEAD)
+    await agent.run_pending_turns(conversation.pk)
+    await database_sync_to_async(services.post_user_message)(user=alice, conversation_id=conversation.pk, content="what's due today?")
+    from chat.selectors import turn_context
+
+    ctx = await database_sync_to_async(turn_context)(conversation_id=conversation.pk, history_limit=50)
+    assert ctx.time_zone == AHEAD
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "../../etc/passwd", "", "x" * 65])
+async def test_an_unknown_time_zone_is_refused_and_nothing_is_written(alice, zone):
+    conversation, frames, reply = await chat(alice, "what's due today?", time_zone=zone)
+    assert "Frame field 'time_zone'" in frames.replace("&#x27;", "'")
+    assert reply is None
+    assert not await database_sync_to_async(Message.objects.filter(conversation=conversation).exists)()
