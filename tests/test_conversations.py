@@ -97,7 +97,7 @@ def test_search_matches_title_and_messages_of_the_user_only(client, alice, bob):
     with_message(alice, "beach")
     with_message(bob, "budget", title="Budget")
     found = selectors.conversations_for_user(user=alice, query="BUDGET")
-    assert {c.pk for c in found} == {mine.pk, titled.pk}
+    assert {c.pk for g in found.groups for c in g.conversations} == {mine.pk, titled.pk}
     client.force_login(alice)
     response = client.get(reverse("chat:search"), {"q": "budget"})
     assert response.status_code == 200 and response.content.count(b"conversation-link") == 2

@@ -263,6 +263,7 @@
     new MutationObserver(onChange).observe(list, { childList: true, subtree: true, characterData: true });
     if (window.ResizeObserver) new ResizeObserver(onChange).observe(list);
     openAtLatest(list);
+    revealLinkedMessage();
   }
 
   // Opening or reloading a conversation shows the latest message — or the top of a pending card
@@ -278,6 +279,46 @@
       updateJump();
     }
   }
+
+  // --- earlier messages load above the reader without moving what they see ----------------------
+  // The thread opens on its newest page; a sentinel at its top (#thread-earlier) loads the page
+  // before when it scrolls into view. What is added above would push the reader's place down, so
+  // the distance from the bottom is kept instead.
+  var earlierFromBottom = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    var list = messageList();
+    if (target && target.id === "thread-earlier" && list && event.detail.shouldSwap) {
+      earlierFromBottom = list.scrollHeight - list.scrollTop;
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    var list = messageList();
+    if (earlierFromBottom === null || !list) return;
+    list.scrollTop = list.scrollHeight - earlierFromBottom;
+    earlierFromBottom = null;
+    revealLinkedMessage();
+  });
+
+  // A link to a message (#message-42) that is older than the loaded pages loads the thread back
+  // to it, once per link.
+  var linkTried = null;
+  function revealLinkedMessage() {
+    var found = /^#message-(\d+)$/.exec(window.location.hash);
+    if (!found) return;
+    var message = document.getElementById("message-" + found[1]);
+    if (message) {
+      following = false;
+      message.scrollIntoView({ block: "start" });
+      updateJump();
+      return;
+    }
+    var sentinel = document.getElementById("thread-earlier");
+    if (!sentinel || linkTried === window.location.hash) return;
+    linkTried = window.location.hash;
+    htmx.ajax("GET", sentinel.dataset.earlierUrl + "through/" + found[1] + "/", { source: sentinel, target: sentinel, swap: "outerHTML" });
+  }
+  window.addEventListener("hashchange", revealLinkedMessage);
 
   // Sending a message is reading the end of the thread again.
   document.addEventListener("submit", function (event) {
