@@ -320,6 +320,34 @@
   }
   window.addEventListener("hashchange", revealLinkedMessage);
 
+  // --- a resized message box keeps its height when a fresh composer is swapped in ---------------
+  // htmx would copy the style attribute across, which the Content-Security-Policy refuses (so
+  // _htmx_head.html leaves "style" out of attributesToSettle); the height goes through the CSSOM.
+  var composerHeight = "";
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    var input = composer();
+    if (target && target.id === "composer" && input) composerHeight = input.style.height;
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    var input = composer();
+    if (target && target.id === "composer" && input && composerHeight) input.style.height = composerHeight;
+  });
+
+  // --- keyboard hints only in the keyboard layout ----------------------------------------------
+  // On a phone the message box's placeholder drops "Enter to send, Shift+Enter…" (app.css hides
+  // the cards' key hints there); the server renders both wordings.
+  var phoneLayout = window.matchMedia("(max-width: 720px)");
+  function fitComposerPlaceholder() {
+    var input = composer();
+    if (!input || !input.dataset.phonePlaceholder) return;
+    if (!input.dataset.keyboardPlaceholder) input.dataset.keyboardPlaceholder = input.placeholder;
+    input.placeholder = phoneLayout.matches ? input.dataset.phonePlaceholder : input.dataset.keyboardPlaceholder;
+  }
+  phoneLayout.addEventListener("change", fitComposerPlaceholder);
+  document.addEventListener("htmx:load", fitComposerPlaceholder);
+
   // Sending a message is reading the end of the thread again.
   document.addEventListener("submit", function (event) {
     if (event.target && event.target.id === "composer") { following = true; scrollToEnd(); }
@@ -442,6 +470,7 @@
 
   document.addEventListener("htmx:load", scan);
   document.addEventListener("DOMContentLoaded", function () {
+    fitComposerPlaceholder();
     scan();
     resumeStalePauses();
     followThread();
