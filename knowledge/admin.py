@@ -246,9 +246,6 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
     fields = readonly_fields = SOURCE_FIELDS
     actions = ["rebuild_index", "resummarise_and_rebuild"]
 
-    class Media:
-        css = {"all": ["css/admin.css"]}
-
     def get_queryset(self, request):
         return super().get_queryset(request).defer("search_vector").select_related("origin")
 
