@@ -316,3 +316,35 @@ def test_the_ai_configuration_environment_table_fits_the_screen(live_url, browse
             assert cell.evaluate("c => c.getBoundingClientRect().right") <= viewport["width"]
     finally:
         ctx.close()
+
+
+def test_a_long_thread_and_list_with_their_loaders_and_a_source_page(live_url, context):
+    from chat.models import Conversation, Message
+    from knowledge.models import KnowledgeSource
+
+    user, page = user_page(context, live_url, "lou")
+    Conversation.objects.bulk_create(Conversation(owner=user, title=f"Older conversation {i}") for i in range(60))
+    conversation = Conversation.objects.create(owner=user, title="A long one")
+    made = Message.objects.bulk_create(
+        Message(conversation=conversation, role="user" if i % 2 == 0 else "assistant", content=f"Message number {i}") for i in range(120)
+    )
+    Message.objects.filter(pk=made[-1].pk).update(in_reply_to=made[-2])
+    page.goto(f"{live_url}/chat/{conversation.pk}/")
+    wait_for_socket(page)
+    expect(page.locator("#thread-earlier")).to_have_count(1)
+    expect(page.locator("#conversation-list .list-more")).to_have_count(1)
+    assert serious_violations(page) == []
+    page.locator("#message-list").evaluate("l => { l.scrollTop = 0; }")
+    expect(page.locator("#message-list .message")).to_have_count(100)
+    assert serious_violations(page) == []
+
+    source = KnowledgeSource.objects.create(
+        source_id="docs/user-guide/setup.md",
+        title="Setup",
+        kind="markdown",
+        content="# Setup\n\n## Install\n\nRun `up`.",
+        summary="How to install.",
+    )
+    page.goto(f"{live_url}/kb/sources/{source.pk}/")
+    expect(page.get_by_role("heading", level=1)).to_have_count(1)
+    assert serious_violations(page) == []
