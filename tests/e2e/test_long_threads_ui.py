@@ -30,6 +30,10 @@ def signed_in(browser, viewport, base_url: str, username: str):
     user = get_user_model().objects.create_user(username=username, password=PASSWORD)
     context = browser.new_context(viewport=viewport, is_mobile=viewport is PHONE, has_touch=viewport is PHONE)
     context.set_default_timeout(15_000)
+    # Every Content-Security-Policy violation the page reports (none is expected).
+    context.add_init_script(
+        'window.__violations = []; document.addEventListener("securitypolicyviolation", e => window.__violations.push(e.violatedDirective));'
+    )
     page = context.new_page()
     log_in(page, base_url, username, PASSWORD)
     return user, context, page
@@ -85,6 +89,7 @@ def test_a_long_thread_opens_at_its_newest_page_and_loads_earlier_ones_without_a
         texts = page.locator("#message-list .message .message-body").all_inner_texts()
         numbers = [int(t.split(":")[0].removeprefix("Message number ")) for t in texts]
         assert numbers == list(range(2000 - len(numbers), 2000))
+        assert page.evaluate("window.__violations") == []
     finally:
         context.close()
 
@@ -119,6 +124,7 @@ def test_replies_cards_and_regenerate_work_with_earlier_pages_not_loaded(live_ur
         page.locator(".question-clarify .question-pending .option").first.click()
         expect(page.locator(".question-clarify .question-receipt").first).to_be_visible()
         assert message_count(page) <= 70
+        assert page.evaluate("window.__violations") == []
     finally:
         context.close()
 
@@ -147,11 +153,12 @@ def test_retry_works_with_earlier_pages_not_loaded(start_server, fake_model, bro
 def test_a_link_to_an_old_message_opens_the_thread_at_it(live_url, browser, viewport):
     user, context, page = signed_in(browser, viewport, live_url, f"longlink{viewport['width']}")
     try:
-        conversation = long_conversation(user)
+        conversation = long_conversation(user, 600)
         target = conversation.messages.get(content__startswith="Message number 3:")
         page.goto(f"{live_url}/chat/{conversation.pk}/#message-{target.pk}")
         wait_for_socket(page)
-        expect(page.locator(f"#message-{target.pk}")).to_be_in_viewport()
+        # The thread back to it is some 600 messages to render: more than a page's wait on a busy machine.
+        expect(page.locator(f"#message-{target.pk}")).to_be_in_viewport(timeout=30_000)
         expect(page.locator(f"#message-{target.pk}")).to_contain_text("Message number 3:")
     finally:
         context.close()
@@ -184,6 +191,7 @@ def test_the_conversation_list_loads_more_as_it_scrolls_with_each_day_heading_on
             expect(links).to_have_count(shown)
         expect(links.last).to_have_text("Conversation 0159")
         expect(page.locator(".list-more")).to_have_count(0)
+        assert page.evaluate("window.__violations") == []
         headings = page.locator("#conversation-list .conversation-day").all_inner_texts()
         assert len(headings) == len(set(headings)) == 4, headings
         expect(page.locator("#conversation-list .conversation-link.current")).to_have_text("Conversation 0000")
