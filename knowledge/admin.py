@@ -433,9 +433,6 @@ class AddedSourceAdmin(admin.ModelAdmin):
     actions = ["disable_selected", "enable_selected", "delete_selected"]
     change_list_template = "knowledge/admin_added_sources.html"
 
-    class Media:
-        css = {"all": ["css/admin.css"]}
-
     def get_queryset(self, request):
         return super().get_queryset(request).defer("content").select_related("added_by").annotate(page_total=Count("pages"))
 

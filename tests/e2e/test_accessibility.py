@@ -240,7 +240,7 @@ def test_highlighted_code_the_edit_form_and_the_shortcuts_sheet(live_url, contex
 
 def admin_data(user):
     """One of everything the admin pages list, so each shows a row (or its custom content)."""
-    from knowledge.models import AdapterToken, KnowledgeIndex, KnowledgeSource, RebuildJob
+    from knowledge.models import AdapterToken, AddedSource, KnowledgeIndex, KnowledgeSource, RebuildJob
     from knowledge.selectors import get_ai_config
 
     config = get_ai_config()
@@ -252,6 +252,7 @@ def admin_data(user):
         requested_by=user, requested_via="admin", status=RebuildJob.Status.SUCCEEDED, outcome="1 source indexed"
     )
     token = AdapterToken.objects.create(name="discord", prefix="abc123", token_hash="0" * 64)
+    added = AddedSource.objects.create(kind="url", location="https://example.org/guide", added_by=user)
     conversation = chat_services.start_conversation(user=user)
     group = ask(user, conversation)
     seed_demo_workspace(user=user)
@@ -264,6 +265,9 @@ def admin_data(user):
         (f"/admin/knowledge/knowledgesource/{source.pk}/change/", "Setup"),
         ("/admin/knowledge/rebuildjob/", ""),
         (f"/admin/knowledge/rebuildjob/{job.pk}/change/", ""),
+        ("/admin/knowledge/addedsource/", "https://example.org/guide"),
+        ("/admin/knowledge/addedsource/add/", ""),
+        (f"/admin/knowledge/addedsource/{added.pk}/change/", "https://example.org/guide"),
         ("/admin/knowledge/adaptertoken/", "discord"),
         (f"/admin/knowledge/adaptertoken/{token.pk}/change/", "discord"),
         ("/admin/questions/pendingquestion/", "Which project?"),
