@@ -35,7 +35,9 @@ def long_conversation(user, n: int) -> Conversation:
 
 
 def numbers(html: bytes) -> list[int]:
-    return [int(n) for n in re.findall(rb"message number (\d+)", html)]
+    """The numbers of the messages in `html`, in order (a message's text also appears in its
+    Copy button's source)."""
+    return list(dict.fromkeys(int(n) for n in re.findall(rb"message number (\d+)", html)))
 
 
 def message_ids(html: bytes) -> list[int]:
@@ -178,3 +180,20 @@ def test_a_malformed_list_cursor_is_a_clear_400(client, alice, params):
     assert response.status_code == 400
     assert response.content.decode().strip()  # says what is wrong
     assert Conversation.objects.count() == before
+
+
+def test_the_list_pages_through_pinned_conversations_then_the_rest(client, alice):
+    made = conversations(alice, 80, days=2)
+    for i, conversation in enumerate(made[:60]):
+        Conversation.objects.filter(pk=conversation.pk).update(pinned_at=timezone.now() - dt.timedelta(minutes=i))
+    client.force_login(alice)
+    page = client.get(reverse("chat:conversation", args=[made[0].pk])).content
+    titles, headings = list_titles(page), re.findall(rb'class="conversation-day">([^<]+)<', page)
+    url = next_list_url(page)
+    while url:
+        response = client.get(url)
+        titles += list_titles(response.content)
+        headings += re.findall(rb'class="conversation-day">([^<]+)<', response.content)
+        url = next_list_url(response.content)
+    assert titles == [c.title for c in made]  # pinned (most recently pinned first), then by activity
+    assert headings[0] == b"Pinned" and len(headings) == len(set(headings))
