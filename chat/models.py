@@ -71,7 +71,11 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["conversation", "created_at", "id"], name="message_conversation_created")]
+        indexes = [
+            models.Index(fields=["conversation", "created_at", "id"], name="message_conversation_created"),
+            # The thread's pages are read newest first by id (keyset pagination), as is a turn's history.
+            models.Index(fields=["conversation", "id"], name="message_conversation_id"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.role}: {self.content[:60]}"

@@ -33,7 +33,7 @@ async def publish_group(group_id: uuid.UUID) -> None:
 
 
 def _conversation_list(user) -> str:
-    return rendering.conversation_nav(selectors.grouped_by_day(selectors.conversations_for_user(user=user)))
+    return rendering.conversation_nav(selectors.conversations_for_user(user=user))
 
 
 async def publish_conversation_list(user) -> None:

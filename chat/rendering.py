@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import timezone
 
 from chat.models import CARD_TOOLS, Conversation, Message
@@ -13,6 +17,9 @@ from knowledge.rendering import render_markdown
 from project.text import visible_bidi_controls
 from questions import selectors as question_selectors
 from questions.models import PendingQuestion, QuestionGroup
+
+if TYPE_CHECKING:
+    from chat.selectors import ConversationPage
 
 
 def message_appended(message: Message) -> str:
@@ -44,10 +51,22 @@ def message_replaced(message: Message) -> str:
     return render_to_string("chat/_message.html", {"message": message, "replaces": f"message-{message.pk}"})
 
 
-def conversation_nav(groups: list, *, current: Conversation | None = None) -> str:
-    """The whole conversation list, swapped in by id (its order changed: a pin, new activity).
-    Broadcast to every tab of the user without `current`: each tab marks its own."""
-    return render_to_string("chat/_conversation_nav.html", {"groups": groups, "conversation": current, "oob": True})
+def conversation_nav(page: ConversationPage, *, current: Conversation | None = None) -> str:
+    """The conversation list's first page, swapped in by id (its order changed: a pin, new
+    activity). Broadcast to every tab of the user without `current`: each tab marks its own."""
+    context = {"groups": page.groups, "conversation": current, "next_url": list_next_url(page, current_id=current.pk if current else None)}
+    return render_to_string("chat/_conversation_nav.html", {**context, "oob": True})
+
+
+def list_next_url(page: ConversationPage, *, current_id: uuid.UUID | None = None, query: str = "") -> str:
+    """Where the list's next page is fetched from when its end scrolls into view ("" on the last)."""
+    cursor = page.next_cursor
+    if cursor is None:
+        return ""
+    params = {"q": query, "current": current_id or "", "after": cursor.updated_at.isoformat(), "after_id": cursor.id}
+    if cursor.pinned_at is not None:
+        params["after_pinned"] = cursor.pinned_at.isoformat()
+    return f"{reverse('chat:search')}?{urlencode(params)}"
 
 
 def composer(conversation: Conversation) -> str:

@@ -17,21 +17,51 @@ from knowledge.selectors import get_ai_config
 from llm import ChatMessage, ToolCall
 from project.text import without_nul
 from questions import selectors as question_selectors
+from questions.models import PendingQuestion, QuestionGroup
 from questions.services import QuestionTimeouts
 from workspace.selectors import Snapshot, snapshot_for_user
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-    from questions.models import PendingQuestion, QuestionGroup
-
 SEARCH_MAX_CHARS = 200
 
 
-def conversations_for_user(*, user, limit: int = 50, query: str = "") -> list[Conversation]:
-    """The user's conversations, pinned ones first, then newest activity first; with a query,
-    those whose title or any message text contains it (case-insensitive). A NUL in the query is
-    dropped: no stored text holds one, and Postgres would refuse the statement."""
+# The conversation list and the thread are sent a page at a time; scrolling loads the next.
+CONVERSATIONS_PAGE = 50
+THREAD_PAGE = 50
+PINNED_LABEL = "Pinned"
+
+
+@dataclass(frozen=True)
+class ListCursor:
+    """Where a page of the conversation list ends: its last conversation's (pinned_at, updated_at, id)."""
+
+    pinned_at: dt.datetime | None
+    updated_at: dt.datetime
+    id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class ConversationGroup:
+    label: str  # "Pinned", "Today", "Yesterday", or the date
+    conversations: list[Conversation]
+    # The page before ended under this heading: it is already on screen.
+    continued: bool = False
+
+
+@dataclass(frozen=True)
+class ConversationPage:
+    groups: list[ConversationGroup]
+    next_cursor: ListCursor | None  # None: the last page
+
+
+def conversations_for_user(*, user: User, query: str = "", after: ListCursor | None = None) -> ConversationPage:
+    """A page of the user's conversations, pinned ones first, then newest activity first, under
+    their headings; with a query, those whose title or any message text contains it
+    (case-insensitive; a NUL in the query is dropped: no stored text holds one, and Postgres would
+    refuse the statement). `after`: the cursor of the page before (keyset pagination: a page
+    costs the same however deep)."""
     conversations = Conversation.objects.filter(owner=user)
     text = " ".join(without_nul(query).split())[:SEARCH_MAX_CHARS]
     if text:
@@ -39,39 +69,53 @@ def conversations_for_user(*, user, limit: int = 50, query: str = "") -> list[Co
             conversation=OuterRef("pk"), content__icontains=text, role__in=[Message.Role.USER, Message.Role.ASSISTANT]
         )
         conversations = conversations.filter(Q(title__icontains=text) | Exists(in_messages))
-    return list(conversations.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at")[:limit])
+    if after is not None:
+        later = Q(updated_at__lt=after.updated_at) | Q(updated_at=after.updated_at, id__lt=after.id)
+        if after.pinned_at is None:
+            conversations = conversations.filter(Q(pinned_at__isnull=True) & later)
+        else:
+            conversations = conversations.filter(
+                Q(pinned_at__isnull=True) | Q(pinned_at__lt=after.pinned_at) | (Q(pinned_at=after.pinned_at) & later)
+            )
+    ordered = conversations.order_by(F("pinned_at").desc(nulls_last=True), "-updated_at", "-id")
+    rows = list(ordered[: CONVERSATIONS_PAGE + 1])
+    page = rows[:CONVERSATIONS_PAGE]
+    last = page[-1] if len(rows) > CONVERSATIONS_PAGE else None
+    return ConversationPage(
+        groups=grouped_by_day(page, after=after),
+        next_cursor=ListCursor(pinned_at=last.pinned_at, updated_at=last.updated_at, id=last.pk) if last else None,
+    )
 
 
-@dataclass(frozen=True)
-class ConversationGroup:
-    label: str  # "Pinned", "Today", "Yesterday", or the date
-    conversations: list[Conversation]
+def day_label(moment: dt.datetime, *, today: dt.date) -> str:
+    """The heading for the local day of `moment`: "Today", "Yesterday", or the date."""
+    day = timezone.localdate(moment)
+    if day == today:
+        return "Today"
+    if day == today - dt.timedelta(days=1):
+        return "Yesterday"
+    return date_format(day, "j F") if day.year == today.year else date_format(day, "j F Y")
 
 
-PINNED_LABEL = "Pinned"
-
-
-def grouped_by_day(conversations: list[Conversation], *, today: dt.date | None = None) -> list[ConversationGroup]:
+def grouped_by_day(
+    conversations: list[Conversation], *, today: dt.date | None = None, after: ListCursor | None = None
+) -> list[ConversationGroup]:
     """Consecutive conversations under a heading for the local day of their last activity;
-    pinned ones (listed first) under "Pinned"."""
+    pinned ones (listed first) under "Pinned". `after`: where the page before ended; a first
+    group under the same heading continues it."""
     today = today or timezone.localdate()
+
+    def label_of(pinned_at: dt.datetime | None, updated_at: dt.datetime) -> str:
+        return PINNED_LABEL if pinned_at is not None else day_label(updated_at, today=today)
+
+    previous = label_of(after.pinned_at, after.updated_at) if after is not None else None
     groups: list[ConversationGroup] = []
     for conversation in conversations:
-        day = timezone.localdate(conversation.updated_at)
-        if conversation.pinned_at is not None:
-            label = PINNED_LABEL
-        elif day == today:
-            label = "Today"
-        elif day == today - dt.timedelta(days=1):
-            label = "Yesterday"
-        elif day.year == today.year:
-            label = date_format(day, "j F")
-        else:
-            label = date_format(day, "j F Y")
+        label = label_of(conversation.pinned_at, conversation.updated_at)
         if groups and groups[-1].label == label:
             groups[-1].conversations.append(conversation)
         else:
-            groups.append(ConversationGroup(label=label, conversations=[conversation]))
+            groups.append(ConversationGroup(label=label, conversations=[conversation], continued=not groups and label == previous))
     return groups
 
 
@@ -113,6 +157,51 @@ def thread_items(*, conversation: Conversation) -> list[tuple[str, object]]:
     items = [(m.created_at, "message", m) for m in visible_messages(conversation=conversation)]
     items += [(g.created_at, "questions", g) for g in question_selectors.groups_for_conversation(conversation_id=conversation.pk)]
     return [(kind, obj) for _, kind, obj in sorted(items, key=lambda i: i[0])]
+
+
+@dataclass(frozen=True)
+class ThreadPage:
+    """A stretch of the thread as shown: visible messages and question cards in the order they
+    appeared, with each card's questions."""
+
+    items: list[tuple[str, Message | QuestionGroup]]  # ("message", m) or ("questions", group)
+    questions: dict[uuid.UUID, list[PendingQuestion]]
+    earlier_than: int | None  # earlier messages exist: load them before this message id
+
+
+def thread_page(*, user: User, conversation: Conversation, before: int | None = None, through: int | None = None) -> ThreadPage:
+    """The newest `THREAD_PAGE` visible messages of the user's `conversation` older than message
+    `before` (keyset by id: a page costs the same however long the thread), with the cards asked
+    among them. The page as opened (no `before`) reaches back to a card still waiting for an
+    answer; `through` reaches back to that message id, however far (a link to a message)."""
+    if conversation.owner_id != user.pk:
+        raise Conversation.DoesNotExist("no such conversation")
+    visible = Message.objects.filter(conversation=conversation).exclude(role=Message.Role.TOOL)  # tool plumbing stays out of sight
+    newer = visible if before is None else visible.filter(id__lt=before)
+    newest_first = newer.order_by("-id")
+    reach = through
+    if before is None and (waiting := question_selectors.open_group(conversation_id=conversation.pk)) is not None:
+        # Back to the message just before the card, so the card is on this page.
+        asked_after = newer.filter(created_at__lte=waiting.created_at).order_by("-id").values_list("id", flat=True).first() or 0
+        reach = asked_after if reach is None else min(reach, asked_after)
+    rows = list(newest_first[: THREAD_PAGE + 1])
+    shown = THREAD_PAGE
+    if reach is not None and len(rows) > THREAD_PAGE and rows[THREAD_PAGE - 1].pk > reach:
+        rows = list(newest_first.filter(id__gte=reach)) + list(newest_first.filter(id__lt=reach)[:1])
+        shown = len(rows) - 1 if rows[-1].pk < reach else len(rows)
+    messages, more = rows[:shown], len(rows) > shown
+    # Cards between this page's oldest message and the next page's (the one `before` names, or
+    # the next still there when it was deleted).
+    since = messages[-1].created_at if messages and more else None
+    until = visible.filter(id__gte=before).order_by("id").values_list("created_at", flat=True).first() if before is not None else None
+    groups = question_selectors.groups_for_conversation(conversation_id=conversation.pk, since=since, until=until)
+    items: list[tuple[dt.datetime, str, Message | QuestionGroup]] = [(m.created_at, "message", m) for m in reversed(messages)]
+    items += [(g.created_at, "questions", g) for g in groups]
+    return ThreadPage(
+        items=[(kind, obj) for _, kind, obj in sorted(items, key=lambda i: i[0])],
+        questions=question_selectors.questions_of_groups({g.pk: g for g in groups}) if groups else {},
+        earlier_than=messages[-1].pk if more else None,
+    )
 
 
 @dataclass(frozen=True)

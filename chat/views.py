@@ -1,5 +1,8 @@
+import uuid
+
 from asgiref.sync import async_to_sync
-from django.http import Http404, HttpRequest, HttpResponse
+from django import forms
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.http import content_disposition_header
@@ -11,6 +14,7 @@ from chat import publishing, rendering, selectors, services
 from chat.models import Conversation, user_group_name
 from llm import client_from_settings
 from project.errors import ClarionError
+from questions.models import QuestionGroup
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -49,17 +53,14 @@ def _own_conversation(request: HttpRequest, conversation_id) -> Conversation:
 @require_GET
 def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
     conversation = _own_conversation(request, conversation_id)
-    conversations = selectors.conversations_for_user(user=request.user)
+    page = selectors.thread_page(user=request.user, conversation=conversation)
     return render(
         request,
         "chat/page.html",
         {
-            "groups": selectors.grouped_by_day(conversations),
+            **_list_context(selectors.conversations_for_user(user=request.user), current=conversation),
             "conversation": conversation,
-            "items": [
-                (kind, rendering.question_card(obj) if kind == "questions" else obj)
-                for kind, obj in selectors.thread_items(conversation=conversation)
-            ],
+            **_thread_context(page),
             "engine": client_from_settings(),
             "example_prompts": EXAMPLE_PROMPTS,
         },
@@ -67,18 +68,61 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
 
 
 @require_GET
+def earlier_messages(request: HttpRequest, conversation_id, before: int, through: int | None = None) -> HttpResponse:
+    """The page of the thread before message `before` (through message `through`, for a link to
+    it), swapped in above what the reader sees when they scroll up to it."""
+    conversation = _own_conversation(request, conversation_id)
+    page = selectors.thread_page(user=request.user, conversation=conversation, before=before, through=through)
+    return render(request, "chat/_thread_items.html", {"conversation": conversation, **_thread_context(page)})
+
+
+def _thread_context(page: selectors.ThreadPage) -> dict:
+    items = [
+        (kind, rendering.question_card(obj, questions=page.questions.get(obj.pk, [])) if isinstance(obj, QuestionGroup) else obj)
+        for kind, obj in page.items
+    ]
+    return {"items": items, "earlier_than": page.earlier_than}
+
+
+class ListPageForm(forms.Form):
+    """The conversation list's query string beside the search (`q`, read as typed): the
+    conversation shown, and where the page before ended (both cursor fields, or neither)."""
+
+    current = forms.UUIDField(required=False)
+    after = forms.DateTimeField(required=False)
+    after_id = forms.UUIDField(required=False)
+    after_pinned = forms.DateTimeField(required=False)  # the page before ended among the pinned
+
+    def clean(self):
+        cleaned = super().clean()
+        if (cleaned.get("after") is None) != (cleaned.get("after_id") is None):
+            raise forms.ValidationError("A page of the list starts after a conversation: give both after and after_id.")
+        return cleaned
+
+
+@require_GET
 def search(request: HttpRequest) -> HttpResponse:
-    """The conversation list, filtered by title and message text (the sidebar's search box)."""
-    query = request.GET.get("q", "")
-    conversations = selectors.conversations_for_user(user=request.user, query=query)
-    current = None
-    if current_id := request.GET.get("current"):
-        current = next((c for c in conversations if str(c.pk) == current_id), None)
-    return render(
-        request,
-        "chat/_conversation_list.html",
-        {"groups": selectors.grouped_by_day(conversations), "conversation": current, "query": query.strip()},
-    )
+    """A page of the conversation list, filtered by title and message text (the sidebar's search
+    box); the list asks for the next page when its end scrolls into view."""
+    form = ListPageForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest(" ".join(e for errors in form.errors.values() for e in errors))
+    query, after = request.GET.get("q", ""), None
+    if form.cleaned_data["after"] is not None:
+        data = form.cleaned_data
+        after = selectors.ListCursor(pinned_at=data["after_pinned"], updated_at=data["after"], id=data["after_id"])
+    page = selectors.conversations_for_user(user=request.user, query=query, after=after)
+    current_id = form.cleaned_data["current"]
+    current = next((c for g in page.groups for c in g.conversations if c.pk == current_id), None)
+    context = _list_context(page, current=current, current_id=current_id, query=query)
+    return render(request, "chat/_conversation_list.html", {**context, "continues": after is not None})
+
+
+def _list_context(
+    page: selectors.ConversationPage, *, current: Conversation | None, current_id: uuid.UUID | None = None, query: str = ""
+) -> dict:
+    next_url = rendering.list_next_url(page, current_id=current_id or (current.pk if current else None), query=query)
+    return {"groups": page.groups, "conversation": current, "query": query.strip(), "next_url": next_url}
 
 
 @require_http_methods(["GET", "POST"])
@@ -111,13 +155,13 @@ def pin(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
         conversation = services.set_pinned(user=request.user, conversation_id=conversation_id, pinned=request.POST.get("pinned") == "1")
     except Conversation.DoesNotExist:
         raise Http404("No such conversation") from None
-    groups = selectors.grouped_by_day(selectors.conversations_for_user(user=request.user))
+    page = selectors.conversations_for_user(user=request.user)
     # The user's other tabs list it in its new place too.
-    async_to_sync(publishing.send)(user_group_name(request.user.pk), rendering.conversation_nav(groups))
+    async_to_sync(publishing.send)(user_group_name(request.user.pk), rendering.conversation_nav(page))
     if not request.htmx:
         return redirect("chat:conversation", conversation_id=conversation.pk)
     header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
-    return HttpResponse(header + rendering.conversation_nav(groups, current=conversation))
+    return HttpResponse(header + rendering.conversation_nav(page, current=conversation))
 
 
 @require_GET

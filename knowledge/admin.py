@@ -248,9 +248,6 @@ class KnowledgeSourceAdmin(ReadOnlyAdmin):
     fields = readonly_fields = SOURCE_FIELDS
     actions = ["rebuild_index", "resummarise_and_rebuild"]
 
-    class Media:
-        css = {"all": ["css/admin.css"]}
-
     def get_queryset(self, request: HttpRequest) -> QuerySet[KnowledgeSource]:
         return super().get_queryset(request).defer("search_vector").select_related("origin")
 
@@ -438,9 +435,6 @@ class AddedSourceAdmin(admin.ModelAdmin):
     fields = readonly_fields = ("kind", "location", "enabled", "page_count", "content_hash", "added_by", "created_at")
     actions = ["disable_selected", "enable_selected", "delete_selected"]
     change_list_template = "knowledge/admin_added_sources.html"
-
-    class Media:
-        css = {"all": ["css/admin.css"]}
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[AddedSource]:
         return super().get_queryset(request).defer("content").select_related("added_by").annotate(page_total=Count("pages"))

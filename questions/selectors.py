@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 from django.db.models import Count
@@ -59,8 +60,14 @@ def questions_of_groups(groups: dict[uuid.UUID, QuestionGroup]) -> dict[uuid.UUI
     return found
 
 
-def groups_for_conversation(*, conversation_id) -> list[QuestionGroup]:
-    return list(QuestionGroup.objects.filter(conversation_id=conversation_id).prefetch_related("questions").order_by("created_at"))
+def groups_for_conversation(*, conversation_id, since: dt.datetime | None = None, until: dt.datetime | None = None) -> list[QuestionGroup]:
+    """The conversation's groups asked in [since, until) (either end open when None), oldest first."""
+    groups = QuestionGroup.objects.filter(conversation_id=conversation_id)
+    if since is not None:
+        groups = groups.filter(created_at__gte=since)
+    if until is not None:
+        groups = groups.filter(created_at__lt=until)
+    return list(groups.order_by("created_at"))
 
 
 def clarification_rounds(*, conversation_id: uuid.UUID) -> dict[int, int]:

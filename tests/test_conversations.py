@@ -97,7 +97,7 @@ def test_search_matches_title_and_messages_of_the_user_only(client, alice, bob):
     with_message(alice, "beach")
     with_message(bob, "budget", title="Budget")
     found = selectors.conversations_for_user(user=alice, query="BUDGET")
-    assert {c.pk for c in found} == {mine.pk, titled.pk}
+    assert {c.pk for g in found.groups for c in g.conversations} == {mine.pk, titled.pk}
     client.force_login(alice)
     response = client.get(reverse("chat:search"), {"q": "budget"})
     assert response.status_code == 200 and response.content.count(b"conversation-link") == 2
@@ -174,11 +174,10 @@ def test_pinned_conversations_head_the_list_under_their_own_heading(alice):
     old = with_message(alice, title="Old")
     Conversation.objects.filter(pk=old.pk).update(updated_at=timezone.now() - dt.timedelta(days=3))
     recent = with_message(alice, title="Recent")
-    assert [c.pk for c in selectors.conversations_for_user(user=alice)] == [recent.pk, old.pk]
+    assert [c.pk for g in selectors.conversations_for_user(user=alice).groups for c in g.conversations] == [recent.pk, old.pk]
     services.set_pinned(user=alice, conversation_id=old.pk, pinned=True)
     listed = selectors.conversations_for_user(user=alice)
-    assert [c.pk for c in listed] == [old.pk, recent.pk]
-    assert [(g.label, [c.pk for c in g.conversations]) for g in selectors.grouped_by_day(listed)] == [
+    assert [(g.label, [c.pk for c in g.conversations]) for g in listed.groups] == [
         ("Pinned", [old.pk]),
         ("Today", [recent.pk]),
     ]

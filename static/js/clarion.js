@@ -314,6 +314,7 @@
     new MutationObserver(onChange).observe(list, { childList: true, subtree: true, characterData: true });
     if (window.ResizeObserver) new ResizeObserver(onChange).observe(list);
     openAtLatest(list);
+    revealLinkedMessage();
   }
 
   // Opening or reloading a conversation shows the latest message — or the top of a pending card
@@ -329,6 +330,74 @@
       updateJump();
     }
   }
+
+  // --- earlier messages load above the reader without moving what they see ----------------------
+  // The thread opens on its newest page; a sentinel at its top (#thread-earlier) loads the page
+  // before when it scrolls into view. What is added above would push the reader's place down, so
+  // the distance from the bottom is kept instead.
+  var earlierFromBottom = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    var list = messageList();
+    if (target && target.id === "thread-earlier" && list && event.detail.shouldSwap) {
+      earlierFromBottom = list.scrollHeight - list.scrollTop;
+    }
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    var list = messageList();
+    if (earlierFromBottom === null || !list) return;
+    list.scrollTop = list.scrollHeight - earlierFromBottom;
+    earlierFromBottom = null;
+    revealLinkedMessage();
+  });
+
+  // A link to a message (#message-42) that is older than the loaded pages loads the thread back
+  // to it, once per link.
+  var linkTried = null;
+  function revealLinkedMessage() {
+    var found = /^#message-(\d+)$/.exec(window.location.hash);
+    if (!found) return;
+    var message = document.getElementById("message-" + found[1]);
+    if (message) {
+      following = false;
+      message.scrollIntoView({ block: "start" });
+      updateJump();
+      return;
+    }
+    var sentinel = document.getElementById("thread-earlier");
+    if (!sentinel || linkTried === window.location.hash) return;
+    linkTried = window.location.hash;
+    htmx.ajax("GET", sentinel.dataset.earlierUrl + "through/" + found[1] + "/", { source: sentinel, target: sentinel, swap: "outerHTML" });
+  }
+  window.addEventListener("hashchange", revealLinkedMessage);
+
+  // --- a resized message box keeps its height when a fresh composer is swapped in ---------------
+  // htmx would copy the style attribute across, which the Content-Security-Policy refuses (so
+  // _htmx_head.html leaves "style" out of attributesToSettle); the height goes through the CSSOM.
+  var composerHeight = "";
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    var input = composer();
+    if (target && target.id === "composer" && input) composerHeight = input.style.height;
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    var input = composer();
+    if (target && target.id === "composer" && input && composerHeight) input.style.height = composerHeight;
+  });
+
+  // --- keyboard hints only in the keyboard layout ----------------------------------------------
+  // On a phone the message box's placeholder drops "Enter to send, Shift+Enter…" (app.css hides
+  // the cards' key hints there); the server renders both wordings.
+  var phoneLayout = window.matchMedia("(max-width: 720px)");
+  function fitComposerPlaceholder() {
+    var input = composer();
+    if (!input || !input.dataset.phonePlaceholder) return;
+    if (!input.dataset.keyboardPlaceholder) input.dataset.keyboardPlaceholder = input.placeholder;
+    input.placeholder = phoneLayout.matches ? input.dataset.phonePlaceholder : input.dataset.keyboardPlaceholder;
+  }
+  phoneLayout.addEventListener("change", fitComposerPlaceholder);
+  document.addEventListener("htmx:load", fitComposerPlaceholder);
 
   // Sending a message is reading the end of the thread again.
   document.addEventListener("submit", function (event) {
@@ -527,6 +596,7 @@
 
   document.addEventListener("htmx:load", function () { scan(); startWhenSeen(); });
   document.addEventListener("DOMContentLoaded", function () {
+    fitComposerPlaceholder();
     scan();
     followThread();
     requestAnimationFrame(tick);

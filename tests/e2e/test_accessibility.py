@@ -233,3 +233,122 @@ def test_highlighted_code_the_edit_form_and_the_shortcuts_sheet(live_url, contex
     assert serious_violations(page) == []
     page.keyboard.press("Escape")
     expect(sheet).to_be_hidden()
+
+
+# --- the admin pages Clarion adds or customises ------------------------------------------------------
+
+
+def admin_data(user):
+    """One of everything the admin pages list, so each shows a row (or its custom content)."""
+    from knowledge.models import AdapterToken, AddedSource, KnowledgeIndex, KnowledgeSource, RebuildJob
+    from knowledge.selectors import get_ai_config
+
+    config = get_ai_config()
+    source = KnowledgeSource.objects.create(
+        source_id="docs/user-guide/setup.md", title="Setup", kind="markdown", content="# Setup\n\nInstall it.", summary="How to install."
+    )
+    KnowledgeIndex.objects.create(text="setup.md: How to install.\n" * 60, source_count=1, summarised_count=1, is_current=True)
+    job = RebuildJob.objects.create(
+        requested_by=user, requested_via="admin", status=RebuildJob.Status.SUCCEEDED, outcome="1 source indexed"
+    )
+    token = AdapterToken.objects.create(name="discord", prefix="abc123", token_hash="0" * 64)
+    added = AddedSource.objects.create(kind="url", location="https://example.org/guide", added_by=user)
+    conversation = chat_services.start_conversation(user=user)
+    group = ask(user, conversation)
+    seed_demo_workspace(user=user)
+    message = conversation.messages.first()
+    return [
+        ("/admin/", "Site administration"),
+        (f"/admin/knowledge/aiconfig/{config.pk}/change/", "AI configuration"),
+        ("/admin/knowledge/knowledgeindex/", "Knowledge-base index"),
+        ("/admin/knowledge/knowledgesource/", "Setup"),
+        (f"/admin/knowledge/knowledgesource/{source.pk}/change/", "Setup"),
+        ("/admin/knowledge/rebuildjob/", ""),
+        (f"/admin/knowledge/rebuildjob/{job.pk}/change/", ""),
+        ("/admin/knowledge/addedsource/", "https://example.org/guide"),
+        ("/admin/knowledge/addedsource/add/", ""),
+        (f"/admin/knowledge/addedsource/{added.pk}/change/", "https://example.org/guide"),
+        ("/admin/knowledge/adaptertoken/", "discord"),
+        (f"/admin/knowledge/adaptertoken/{token.pk}/change/", "discord"),
+        ("/admin/questions/pendingquestion/", "Which project?"),
+        (f"/admin/questions/questiongroup/{group.pk}/change/", ""),
+        ("/admin/chat/conversation/", ""),
+        (f"/admin/chat/conversation/{conversation.pk}/change/", "which one?"),
+        (f"/admin/chat/message/{message.pk}/change/", ""),
+        ("/admin/workspace/task/", ""),
+    ]
+
+
+@pytest.mark.parametrize("viewport", [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")])
+def test_admin_pages(live_url, browser, viewport):
+    ctx = browser.new_context(viewport=viewport, bypass_csp=True, is_mobile=viewport is PHONE)
+    ctx.set_default_timeout(10_000)
+    try:
+        user = get_user_model().objects.create_superuser("ada", "ada@example.com", PASSWORD)
+        page = ctx.new_page()
+        log_in(page, live_url, "ada", PASSWORD)
+        found = {}
+        for path, text in admin_data(user):
+            response = page.goto(f"{live_url}{path}")
+            assert response.status == 200, path
+            if text:
+                expect(page.locator("#content")).to_contain_text(text)
+            if violations := serious_violations(page):
+                found[path] = violations
+        assert found == {}, "\n".join(f"{path}: {v['id']} {v['nodes']}" for path, vs in found.items() for v in vs)
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("viewport", [pytest.param(DESKTOP, id="desktop"), pytest.param(PHONE, id="phone")])
+def test_the_ai_configuration_environment_table_fits_the_screen(live_url, browser, viewport):
+    from knowledge.selectors import get_ai_config
+
+    ctx = browser.new_context(viewport=viewport, is_mobile=viewport is PHONE)
+    ctx.set_default_timeout(10_000)
+    try:
+        get_user_model().objects.create_superuser("ida", "ida@example.com", PASSWORD)
+        page = ctx.new_page()
+        log_in(page, live_url, "ida", PASSWORD)
+        page.goto(f"{live_url}/admin/knowledge/aiconfig/{get_ai_config().pk}/change/")
+        table = page.locator("table.environment-settings")
+        expect(table).to_contain_text("LLM_BASE_URL")
+        right = table.evaluate("t => t.getBoundingClientRect().right")
+        assert right <= viewport["width"], right
+        # Every variable name is on screen (wrapped if need be), none cut off at the edge.
+        for cell in table.locator("tbody th code").all():
+            assert cell.evaluate("c => c.getBoundingClientRect().right") <= viewport["width"]
+    finally:
+        ctx.close()
+
+
+def test_a_long_thread_and_list_with_their_loaders_and_a_source_page(live_url, context):
+    from chat.models import Conversation, Message
+    from knowledge.models import KnowledgeSource
+
+    user, page = user_page(context, live_url, "lou")
+    Conversation.objects.bulk_create(Conversation(owner=user, title=f"Older conversation {i}") for i in range(60))
+    conversation = Conversation.objects.create(owner=user, title="A long one")
+    made = Message.objects.bulk_create(
+        Message(conversation=conversation, role="user" if i % 2 == 0 else "assistant", content=f"Message number {i}") for i in range(120)
+    )
+    Message.objects.filter(pk=made[-1].pk).update(in_reply_to=made[-2])
+    page.goto(f"{live_url}/chat/{conversation.pk}/")
+    wait_for_socket(page)
+    expect(page.locator("#thread-earlier")).to_have_count(1)
+    expect(page.locator("#conversation-list .list-more")).to_have_count(1)
+    assert serious_violations(page) == []
+    page.locator("#message-list").evaluate("l => { l.scrollTop = 0; }")
+    expect(page.locator("#message-list .message")).to_have_count(100)
+    assert serious_violations(page) == []
+
+    source = KnowledgeSource.objects.create(
+        source_id="docs/user-guide/setup.md",
+        title="Setup",
+        kind="markdown",
+        content="# Setup\n\n## Install\n\nRun `up`.",
+        summary="How to install.",
+    )
+    page.goto(f"{live_url}/kb/sources/{source.pk}/")
+    expect(page.get_by_role("heading", level=1)).to_have_count(1)
+    assert serious_violations(page) == []
