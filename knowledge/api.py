@@ -11,10 +11,8 @@ through JsonErrorsMiddleware.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable
-from typing import cast
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
@@ -26,7 +24,7 @@ from knowledge import selectors, services
 from knowledge.schemas import ReplyRequest
 from knowledge.views import bearer_token
 from project import throttle
-from project.security import GetResponse
+from project.middleware import ResponseMiddleware
 
 API_PREFIX = "/api/"
 
@@ -62,28 +60,11 @@ def error_response(status: int, message: str, *, field: str | None = None, error
     return response
 
 
-class JsonErrorsMiddleware:
+class JsonErrorsMiddleware(ResponseMiddleware):
     """Under /api/, an error response that is not JSON already (Django's 404, 500, 400 pages) is
     replaced by the API's JSON error with the same status: an adapter never parses HTML."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: GetResponse) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
-        if self.is_async:
-            return self.__acall__(request)
-        return self._as_json(request, cast(HttpResponseBase, self.get_response(request)))  # a sync chain
-
-    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
-        return self._as_json(request, await cast(Awaitable[HttpResponseBase], self.get_response(request)))  # an async chain
-
-    def _as_json(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         if not request.path.startswith(API_PREFIX) or response.status_code < 400 or response.get("Content-Type") == "application/json":
             return response
         status = response.status_code

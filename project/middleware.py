@@ -1,13 +1,47 @@
-"""A database out of reach is a moment, not a server error: a clear 503 the person can retry."""
+"""Project-wide middleware: what changes every response, and a database out of reach answered as
+a moment (a clear 503 the person can retry), not a server error."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import cast
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.deprecation import MiddlewareMixin
 
 from project.errors import unavailable_error
+
+# A middleware's next step: a response, or (when the chain is async) an awaitable of one.
+GetResponse = Callable[[HttpRequest], HttpResponseBase | Awaitable[HttpResponseBase]]
+
+
+class ResponseMiddleware:
+    """A middleware that only changes the response (`process_response`), in a sync or an async
+    chain alike. Django's MiddlewareMixin would run `process_response` in a thread hop of its own
+    under ASGI, on every request; this runs it where the response arrives."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: GetResponse) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
+        if self.is_async:
+            return self.__acall__(request)
+        return self.process_response(request, cast(HttpResponseBase, self.get_response(request)))  # a sync chain
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
+        return self.process_response(request, await cast(Awaitable[HttpResponseBase], self.get_response(request)))  # an async chain
+
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        raise NotImplementedError
 
 
 class DatabaseUnavailableMiddleware(MiddlewareMixin):

@@ -9,18 +9,16 @@ indicator <style>). Django's admin works under it unchanged: its scripts are fil
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
 
-# A middleware's next step: a response, or (when the chain is async) an awaitable of one.
-GetResponse = Callable[[HttpRequest], HttpResponseBase | Awaitable[HttpResponseBase]]
+from project.middleware import GetResponse, ResponseMiddleware
 
 # An ASGI application's arguments, typed as django-stubs types those of Django's ASGI handler.
 Scope = dict[str, Any]
@@ -33,31 +31,17 @@ def policy_header(directives: dict[str, list[str]]) -> str:
     return "; ".join(f"{name} {' '.join(values)}".strip() for name, values in directives.items())
 
 
-class ContentSecurityPolicyMiddleware:
+class ContentSecurityPolicyMiddleware(ResponseMiddleware):
     """Adds `Content-Security-Policy` (or `...-Report-Only`) to every response that has none."""
 
-    sync_capable = True
-    async_capable = True
-
     def __init__(self, get_response: GetResponse) -> None:
-        self.get_response = get_response
+        super().__init__(get_response)
         self.header_name = (
             "Content-Security-Policy-Report-Only" if settings.CONTENT_SECURITY_POLICY_REPORT_ONLY else "Content-Security-Policy"
         )
         self.header_value = policy_header(settings.CONTENT_SECURITY_POLICY)
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
-        if self.is_async:
-            return self.__acall__(request)
-        return self._add_header(cast(HttpResponseBase, self.get_response(request)))  # a sync chain
-
-    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
-        return self._add_header(await cast(Awaitable[HttpResponseBase], self.get_response(request)))  # an async chain
-
-    def _add_header(self, response: HttpResponseBase) -> HttpResponseBase:
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
         if self.header_value and self.header_name not in response:
             response[self.header_name] = self.header_value
         return response

@@ -18,7 +18,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 
 from chat import background
-from project.security import GetResponse
+from project.middleware import GetResponse
 
 IDLE_PATH = "/__test__/idle/"
 _in_flight = 0
