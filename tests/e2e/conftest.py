@@ -277,3 +277,23 @@ def log_in(page, base_url: str, username: str, password: str) -> None:
 
 def wait_for_socket(page) -> None:
     page.wait_for_selector("body[data-ws='open']")
+
+
+def open_chat(browser, base_url: str, viewport: dict, username: str, password: str, *, timezone_id: str | None = None):
+    """A new user, logged in on a fresh conversation, and the list the page's console errors
+    (and uncaught exceptions) are collected in: (context, user, page, errors)."""
+    from django.contrib.auth import get_user_model
+
+    from chat.models import Conversation
+
+    context = browser.new_context(viewport=viewport, timezone_id=timezone_id)
+    context.set_default_timeout(15_000)
+    user = get_user_model().objects.create_user(username=username, password=password)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    log_in(page, base_url, username, password)
+    page.goto(f"{base_url}/chat/{Conversation.objects.create(owner=user, title='New conversation').pk}/")
+    wait_for_socket(page)
+    return context, user, page, errors

@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from chat.models import Conversation
-from tests.e2e.conftest import log_in, wait_for_socket
+from tests.e2e import conftest
 from tests.e2e.test_questions_ui import PASSWORD, send
 from workspace.models import Task
 
@@ -18,18 +16,7 @@ VIEWPORTS = [pytest.param({"width": 1280, "height": 800}, id="desktop"), pytest.
 
 
 def open_chat(browser, live_url, viewport, username):
-    """A user, a page on a fresh conversation, and the list its console errors are collected in."""
-    context = browser.new_context(viewport=viewport)
-    context.set_default_timeout(15_000)
-    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    log_in(page, live_url, username, PASSWORD)
-    page.goto(f"{live_url}/chat/{Conversation.objects.create(owner=user, title='New conversation').pk}/")
-    wait_for_socket(page)
-    return context, user, page, errors
+    return conftest.open_chat(browser, live_url, viewport, username, PASSWORD)
 
 
 def inner_scrollers(page) -> list[str]:

@@ -8,12 +8,11 @@ import datetime as dt
 import zoneinfo
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from chat.models import Conversation, Message
-from tests.e2e.conftest import log_in, wait_for_socket
+from chat.models import Message
+from tests.e2e import conftest
 from tests.e2e.test_questions_ui import PASSWORD, send
 from workspace import services as workspace_services
 from workspace.demo_content import seed_demo_workspace
@@ -24,17 +23,7 @@ VIEWPORTS = [pytest.param({"width": 1280, "height": 800}, id="desktop"), pytest.
 
 
 def open_chat(browser, live_url, viewport, username, *, timezone_id: str | None = None):
-    context = browser.new_context(viewport=viewport, timezone_id=timezone_id)
-    context.set_default_timeout(15_000)
-    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    log_in(page, live_url, username, PASSWORD)
-    page.goto(f"{live_url}/chat/{Conversation.objects.create(owner=user, title='New conversation').pk}/")
-    wait_for_socket(page)
-    return context, user, page, errors
+    return conftest.open_chat(browser, live_url, viewport, username, PASSWORD, timezone_id=timezone_id)
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)

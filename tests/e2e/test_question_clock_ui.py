@@ -11,13 +11,13 @@ import re
 import time
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from chat.models import Conversation, Message
+from chat.models import Message
 from questions.models import PendingQuestion
-from tests.e2e.conftest import DaphneServer, log_in, wait_for_socket
+from tests.e2e import conftest
+from tests.e2e.conftest import DaphneServer, wait_for_socket
 from tests.e2e.test_questions_ui import MODEL_ENV, PASSWORD, chat_requests, pending_card, send
 from tests.fake_openai import Reply
 from workspace.models import Task
@@ -39,17 +39,7 @@ def set_hidden(page, hidden: bool) -> None:
 
 
 def open_chat(browser, base_url, viewport, username):
-    context = browser.new_context(viewport=viewport)
-    context.set_default_timeout(15_000)
-    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    log_in(page, base_url, username, PASSWORD)
-    page.goto(f"{base_url}/chat/{Conversation.objects.create(owner=user, title='New conversation').pk}/")
-    wait_for_socket(page)
-    return context, user, page, errors
+    return conftest.open_chat(browser, base_url, viewport, username, PASSWORD)
 
 
 @pytest.fixture
