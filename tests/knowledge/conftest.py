@@ -3,10 +3,13 @@ small knowledge bases built through the real rebuild (with a scripted summariser
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.contrib.auth import get_user_model
+from django.test import Client
 from prometheus_client import REGISTRY
 
 from knowledge import selectors, services
@@ -100,3 +103,24 @@ def answer_reply(text: str, citations: list[int] | None = None, answered: bool =
 
 def verify_reply(ok: bool = True, issues: list[str] | None = None) -> Reply:
     return Reply.json({"is_good_enough": ok, "issues": issues or [], "suggested_fix": None if ok else "Fix it."})
+
+
+def wait_until(condition, *, timeout: float = 30.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def root(db):
+    return get_user_model().objects.create_superuser("root", "root@example.com", "pw-xxxxxxxx")
+
+
+@pytest.fixture
+def admin_client(root):
+    client = Client()
+    client.force_login(root)
+    return client

@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 
 from knowledge import prompts, selectors
 from knowledge.models import AdapterToken, AIConfig
 from tests.knowledge.conftest import build_kb
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(db):
-    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-xxxxxxxx")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_ai_config_is_one_row_with_written_out_defaults(db):

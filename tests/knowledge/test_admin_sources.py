@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -18,7 +17,7 @@ from pypdf import PdfWriter
 
 from knowledge import selectors, services
 from knowledge.models import AddedSource, KnowledgeSource, RebuildJob
-from tests.knowledge.conftest import ask, summary_for, write_sources
+from tests.knowledge.conftest import ask, summary_for, wait_until, write_sources
 
 pytestmark = pytest.mark.django_db
 
@@ -53,27 +52,6 @@ def encrypted_pdf() -> bytes:
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
-
-
-def wait_until(condition, *, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def root(db):
-    return get_user_model().objects.create_superuser("root", "root@example.com", "pw-xxxxxxxx")
-
-
-@pytest.fixture
-def admin_client(root):
-    client = Client()
-    client.force_login(root)
-    return client
 
 
 @pytest.fixture

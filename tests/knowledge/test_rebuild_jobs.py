@@ -11,48 +11,24 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection, connections
-from django.test import Client
 from django.utils import timezone
 
 from knowledge import locks, selectors, services
 from knowledge.models import KnowledgeIndex, RebuildJob, SummaryDraft
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.knowledge.conftest import summary_for, write_sources
+from tests.knowledge.conftest import summary_for, wait_until, write_sources
 
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUS_URL = "/admin/knowledge/knowledgeindex/rebuild/status/"
 INDEX_URL = "/admin/knowledge/knowledgeindex/"
-
-
-def wait_until(condition, *, timeout: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@pytest.fixture
-def root(db):
-    return get_user_model().objects.create_superuser("root", "root@example.com", "pw-xxxxxxxx")
-
-
-@pytest.fixture
-def admin_client(root):
-    client = Client()
-    client.force_login(root)
-    return client
 
 
 @pytest.fixture
