@@ -16,6 +16,37 @@
     };
   }
 
+  // --- a reply that began streaming before this page was loaded -----------------------------------
+  // The page was drawn without that reply's bubble, so the stream's late pieces have nowhere to
+  // go (htmx would log an error for each): they are dropped. The saved reply, which replaces the
+  // bubble when it exists, is added to the end of the thread instead.
+  if (window.htmx) {
+    htmx.defineExtension("stream-frames", {
+      transformResponse: function (text) {
+        if (text.indexOf("stream-") < 0) return text;
+        var template = document.createElement("template");
+        template.innerHTML = text;
+        Array.prototype.slice.call(template.content.children).forEach(function (element) {
+          var oob = element.getAttribute("hx-swap-oob") || "";
+          var colon = oob.indexOf(":#stream-");
+          var target = colon >= 0 ? oob.slice(colon + 1) : (/^stream-/.test(element.id) ? "#" + element.id : "");
+          if (!target || document.querySelector(target)) return;
+          if (colon >= 0 && oob.indexOf("outerHTML") === 0) {
+            var list = document.createElement("div");
+            list.id = "message-list";
+            list.setAttribute("hx-swap-oob", "beforeend");
+            element.removeAttribute("hx-swap-oob");
+            element.replaceWith(list);
+            list.appendChild(element);
+          } else {
+            element.remove();
+          }
+        });
+        return template.innerHTML;
+      }
+    });
+  }
+
   function composer() { return document.getElementById("composer-input"); }
   function messageList() { return document.getElementById("message-list"); }
 

@@ -221,6 +221,29 @@ def test_a_streamed_reply_is_rendered_markdown_while_it_streams_and_does_not_jum
         context.close()
 
 
+@pytest.mark.parametrize("viewport", VIEWPORTS)
+def test_a_page_loaded_while_a_reply_streams_shows_the_saved_reply_without_console_errors(model_server, browser, viewport):
+    server, fake = model_server
+    fake.script(Reply.text(PLAN, chunk_delay=0.02))  # about 9 s of streaming
+    user, context, page = signed_in(browser, viewport, server.url, f"reload{viewport['width']}")
+    try:
+        open_new_conversation(page, server.url, user)
+        send(page, "plan the launch")
+        expect(page.locator(".message-assistant.streaming .markdown strong", has_text="Prepare")).to_be_visible()
+        errors: list[str] = []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.reload()
+        wait_for_socket(page)
+        # The reloaded page has no bubble for the stream still running; its pieces are dropped and
+        # the saved reply joins the thread once it is complete.
+        final = page.locator(".message-assistant:not(.streaming) .markdown", has_text="order chairs")
+        expect(final).to_be_visible(timeout=30_000)
+        expect(page.locator(".message-assistant")).to_have_count(1)
+        assert errors == []
+    finally:
+        context.close()
+
+
 SHAPES = """Status by project:
 
 - Atlas
