@@ -547,10 +547,16 @@
     });
   }
 
+  // Text typed on this page; a draft kept from an earlier page (static/js/drafts.js) is not typing.
+  var typedInComposer = false;
+  document.addEventListener("input", function (event) {
+    if (event.target.id === "composer-input") typedInComposer = true;
+  });
+
   function somethingTyped(el) {
     var input = composer();
     var custom = el.querySelector(".custom-answer input");
-    return (input && input.value.trim() !== "") || (custom && custom.value.trim() !== "");
+    return (typedInComposer && input && input.value.trim() !== "") || (custom && custom.value.trim() !== "");
   }
 
   function startWhenSeen() {
