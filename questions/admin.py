@@ -5,7 +5,6 @@ from typing import TYPE_CHECKING
 
 from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
-from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import pluralize
@@ -17,6 +16,7 @@ from questions.models import PendingQuestion, QuestionGroup
 if TYPE_CHECKING:
     # The shape django-stubs gives a filter's choices (a TypedDict that exists only in the stubs).
     from django.contrib.admin.filters import _ListFilterChoices
+    from django.contrib.admin.views.main import ChangeList
 
 
 class StatusFilter(admin.SimpleListFilter):
@@ -46,7 +46,7 @@ class StatusFilter(admin.SimpleListFilter):
 class PendingQuestionInline(admin.TabularInline):
     model = PendingQuestion
     extra = 0
-    # A tuple: both attributes accept one, and a list would have to be typed as each one's own.
+    # One tuple for both: a list would be typed as `fields` is, which `readonly_fields` does not accept.
     fields = readonly_fields = ("position", "question", "status", "answer", "resolved_via", "deadline", "resolved_at")
     can_delete = False
     show_change_link = True
