@@ -1,4 +1,5 @@
 import uuid
+from typing import Any, cast
 
 from asgiref.sync import async_to_sync
 from django import forms
@@ -96,8 +97,9 @@ class ListPageForm(forms.Form):
     after_id = forms.UUIDField(required=False)
     after_pinned = forms.DateTimeField(required=False)  # the page before ended among the pinned
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        # Form.clean returns cleaned_data; its stub allows None, which an override may return.
+        cleaned = cast(dict[str, Any], super().clean())
         if (cleaned.get("after") is None) != (cleaned.get("after_id") is None):
             raise forms.ValidationError("A page of the list starts after a conversation: give both after and after_id.")
         return cleaned
@@ -109,7 +111,8 @@ def search(request: AuthenticatedHttpRequest) -> HttpResponse:
     box); the list asks for the next page when its end scrolls into view."""
     form = ListPageForm(request.GET)
     if not form.is_valid():
-        return HttpResponseBadRequest(" ".join(e for errors in form.errors.values() for e in errors))
+        # str(): an ErrorList yields its messages, though its stub types the items as the errors.
+        return HttpResponseBadRequest(" ".join(str(e) for errors in form.errors.values() for e in errors))
     query, after = request.GET.get("q", ""), None
     if form.cleaned_data["after"] is not None:
         data = form.cleaned_data
