@@ -13,7 +13,7 @@ import json
 import uuid
 import zoneinfo
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Awaitable, Callable, Literal
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -91,9 +91,10 @@ class Tool:
     name: str
     description: str
     arguments: type[BaseModel]
+    # Called with the context and the parsed `arguments` (Any: each tool takes its own model).
     # Query tools return a dict (the result; an async tool, its coroutine); asking tools return
     # the QuestionGroup that now waits for the person — its answers become the result, later.
-    run: Callable[..., dict | QuestionGroup | Awaitable[dict]]
+    run: Callable[[ToolContext, Any], dict | QuestionGroup | Awaitable[dict]]
 
     def spec(self) -> ToolSpec:
         schema = self.arguments.model_json_schema()
