@@ -1,8 +1,20 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
 from django.contrib import admin
-from django.db.models import Count
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
 from django.template.loader import render_to_string
 
 from chat.models import Conversation, Message
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class _MessageTotal(TypedDict):
+    message_total: int
 
 
 @admin.register(Conversation)
@@ -19,11 +31,11 @@ class ConversationAdmin(admin.ModelAdmin):
     class Media:
         css = {"all": ["css/admin_transcript.css"]}
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Conversation]:
         return super().get_queryset(request).annotate(message_total=Count("messages"))
 
     @admin.display(description="messages", ordering="message_total")
-    def message_count(self, obj: Conversation) -> int:
+    def message_count(self, obj: WithAnnotations[Conversation, _MessageTotal]) -> int:
         return obj.message_total
 
     @admin.display(description="transcript")

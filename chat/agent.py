@@ -39,13 +39,13 @@ from chat import background, deadlines, publishing, rendering, selectors, servic
 from chat.locks import conversation_turn_lock
 from chat.models import Message, group_name_of
 from chat.selectors import TurnContext, as_chat_message
-from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, client_from_settings
+from llm import ChatMessage, Completion, LLMClient, LLMError, StreamDone, StreamRestart, TextDelta, ToolCall, ToolSpec, client_from_settings
 from llm.logs import begin_turn
 from llm.metrics import LLM_CALL_SECONDS
 from questions import clarification, detector, guesser
 from questions import selectors as question_selectors
 from questions import services as questions
-from questions.models import QuestionGroup
+from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import OptionSpec, QuestionSpec
 
 log = logging.getLogger("clarion.agent")
@@ -296,7 +296,7 @@ async def _show(ctx: TurnContext, *, client: LLMClient, out: _TurnOutput, group:
         background.spawn(guess_in_background(group.pk, client=client, context=ctx.context_text))
 
 
-def _render_new_group(group_id: uuid.UUID):
+def _render_new_group(group_id: uuid.UUID) -> tuple[str, PendingQuestion | None]:
     group = question_selectors.group_by_id(group_id=group_id)
     questions_ = question_selectors.group_questions(group)
     return rendering.question_group_appended(group), (questions_[0] if questions_ else None)
@@ -386,7 +386,7 @@ class _ModelLoop:
         if asked:
             raise asyncio.CancelledError  # the turn ended with the card
 
-    async def _call(self, specs) -> Completion | None:
+    async def _call(self, specs: list[ToolSpec]) -> Completion | None:
         started = time.perf_counter()
         try:
             completion = await self._stream(self.client.stream(self.messages, tools=specs))
@@ -469,7 +469,7 @@ class _ModelLoop:
         return outcomes
 
 
-def _stream_finished_as(message, stream_id: str) -> str:
+def _stream_finished_as(message: Message, stream_id: str) -> str:
     return rendering.stream_finished(stream_id, message)
 
 

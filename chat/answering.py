@@ -27,7 +27,7 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Callable, cast
+from typing import TYPE_CHECKING, Callable, cast
 
 from channels.db import database_sync_to_async
 from django.db import transaction
@@ -45,6 +45,9 @@ from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput
 from questions.shorthand import ShorthandError, Slot, answers_the_card, is_number, label_index, looks_like_shorthand, parse
 from workspace import operations
+
+if TYPE_CHECKING:
+    from project.users import User
 
 log = logging.getLogger("clarion.questions")
 Status = PendingQuestion.Status
@@ -285,14 +288,14 @@ _answers: Batcher[questions.AnswerRequest, _Resolved] = Batcher(
 # --- entry points (async: they publish and may start the next turn) --------------------------
 
 
-async def submit_answer(*, user, question_id, answer: AnswerInput, via: str) -> questions.Resolution:
+async def submit_answer(*, user: User, question_id: uuid.UUID, answer: AnswerInput, via: str) -> questions.Resolution:
     """Raises questions.QuestionNotFound, questions.AnswerRejected or questions.AlreadyResolved.
     Answers that arrive while others are being resolved are resolved together with them."""
     request = questions.AnswerRequest(user=user, question_id=question_id, answer=answer, via=via)
     return await _answers.submit(request)
 
 
-async def expire(question_id, *, early_seconds: float = 0.0) -> questions.Resolution | None:
+async def expire(question_id: uuid.UUID, *, early_seconds: float = 0.0) -> questions.Resolution | None:
     """Apply the default if the deadline has passed. `early_seconds` tolerates a browser whose
     countdown reached zero a moment before the server's clock."""
     now = timezone.now() + dt.timedelta(seconds=early_seconds)
@@ -300,7 +303,7 @@ async def expire(question_id, *, early_seconds: float = 0.0) -> questions.Resolu
     return None if resolved is None else await _after_commit(resolved)
 
 
-async def skip(*, user, group_id) -> questions.Resolution:
+async def skip(*, user: User, group_id: uuid.UUID) -> questions.Resolution:
     resolved = await database_sync_to_async(_resolve_one)(lambda: questions.skip_group(user=user, group_id=group_id))
     assert resolved is not None  # skip_group raises rather than return nothing
     return await _after_commit(resolved)
@@ -310,7 +313,7 @@ class TypedAnswerRejected(Rejected):
     """Text typed in the chat box that cannot answer the pending question; nothing was written."""
 
 
-async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
+async def answer_from_chat_text(*, user: User, conversation_id: uuid.UUID, text: str) -> bool:
     """Text typed while a question is pending answers it when `answers_the_card` says so (keys,
     shorthand, a label, a short reply). False when nothing is pending or it is a new request."""
     group = await database_sync_to_async(question_selectors.open_group)(conversation_id=conversation_id)
@@ -362,7 +365,7 @@ async def answer_from_chat_text(*, user, conversation_id, text: str) -> bool:
 SET_ASIDE_NOTE = "The user sent a new message instead of answering; nothing was chosen. Treat these questions as unanswered."
 
 
-async def set_aside(*, user, group: QuestionGroup) -> None:
+async def set_aside(*, user: User, group: QuestionGroup) -> None:
     """A new request while a card waits: the card is cancelled — its receipt says the person moved
     on — and the model is told so, but nothing continues from it: the new message starts the next
     turn. (Continuing would answer a request the person has left, or run an unclarified one.)"""
@@ -383,7 +386,7 @@ async def set_aside(*, user, group: QuestionGroup) -> None:
         await publishing.publish_group(group.pk)
 
 
-async def _answer_typed(user, question: PendingQuestion, answer: AnswerInput, via: str) -> None:
+async def _answer_typed(user: User, question: PendingQuestion, answer: AnswerInput, via: str) -> None:
     try:
         await submit_answer(user=user, question_id=question.pk, answer=answer, via=via)
     except questions.AnswerRejected as exc:
@@ -392,15 +395,15 @@ async def _answer_typed(user, question: PendingQuestion, answer: AnswerInput, vi
         pass  # another tab or the deadline got there first; its receipt is already on screen
 
 
-async def pause(*, user, question_id) -> PendingQuestion:
+async def pause(*, user: User, question_id: uuid.UUID) -> PendingQuestion:
     return await _moved_deadline(questions.pause, user=user, question_id=question_id)
 
 
-async def resume(*, user, question_id) -> PendingQuestion:
+async def resume(*, user: User, question_id: uuid.UUID) -> PendingQuestion:
     return await _moved_deadline(questions.resume, user=user, question_id=question_id)
 
 
-async def _moved_deadline(change, *, user, question_id) -> PendingQuestion:
+async def _moved_deadline(change: Callable[..., PendingQuestion], *, user: User, question_id: uuid.UUID) -> PendingQuestion:
     """Every tab shows the new clock, and this process's timer follows the new deadline."""
     question = await database_sync_to_async(change)(user=user, question_id=question_id)
     await publishing.publish_group(question.group_id)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -13,6 +15,9 @@ from chat.models import Conversation, user_group_name
 from project.errors import ClarionError, unavailable_error
 from questions import services as questions
 from questions.models import PendingQuestion
+
+if TYPE_CHECKING:
+    from project.users import User
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
@@ -64,27 +69,30 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(user_group_name(self.scope["user"].pk), self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        if self.conversation is None:
+        conversation = self.conversation
+        if conversation is None:
             return
+        # connect() opened the conversation only for a signed-in owner, so the scope's user is one.
+        user: User = self.scope["user"]
         try:
             frame = parse_frame(text_data, bytes_data, max_bytes=settings.WS_FRAME_MAX_BYTES)
             if isinstance(frame, SendMessage):
-                await self._send_message(frame)
+                await self._send_message(frame, user=user, conversation=conversation)
             elif isinstance(frame, Retry):
-                await self._retry()
+                await self._retry(user=user, conversation=conversation)
             elif isinstance(frame, Stop):
-                await database_sync_to_async(services.request_stop)(user=self.scope["user"], conversation_id=self.conversation.pk)
+                await database_sync_to_async(services.request_stop)(user=user, conversation_id=conversation.pk)
             elif isinstance(frame, Regenerate):
-                await self._regenerate()
+                await self._regenerate(user=user, conversation=conversation)
             elif isinstance(frame, EditMessage):
-                await self._edit(frame)
+                await self._edit(frame, user=user, conversation=conversation)
             elif isinstance(frame, AnswerQuestion):
-                await self._answer(frame)
+                await self._answer(frame, user=user)
             elif isinstance(frame, SkipQuestions):
-                await answering.skip(user=self.scope["user"], group_id=frame.group_id)
+                await answering.skip(user=user, group_id=frame.group_id)
             elif isinstance(frame, QuestionClock):
                 change = answering.pause if frame.action == "pause" else answering.resume
-                await change(user=self.scope["user"], question_id=frame.question_id)
+                await change(user=user, question_id=frame.question_id)
         # The one place this entry point turns errors into what the person sees: an error frame
         # under the composer; the socket stays up and nothing was written.
         except questions.AlreadyResolved:
@@ -100,52 +108,52 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 raise
             await self.send(text_data=rendering.composer_error(error.message))
 
-    async def _answer(self, frame: AnswerQuestion) -> None:
+    async def _answer(self, frame: AnswerQuestion, *, user: User) -> None:
         await answering.submit_answer(
-            user=self.scope["user"], question_id=frame.question_id, answer=frame.to_answer(), via=PendingQuestion.ResolvedVia.OPTION
+            user=user, question_id=frame.question_id, answer=frame.to_answer(), via=PendingQuestion.ResolvedVia.OPTION
         )
 
-    async def _send_message(self, frame: SendMessage) -> None:
+    async def _send_message(self, frame: SendMessage, *, user: User, conversation: Conversation) -> None:
         text = services.validate_user_message(frame.message)
         # While a question waits, what the person types answers it (or is shorthand: "1a 2b").
-        if await answering.answer_from_chat_text(user=self.scope["user"], conversation_id=self.conversation.pk, text=text):
-            await self.send(text_data=rendering.composer(self.conversation) + rendering.composer_error(""))
+        if await answering.answer_from_chat_text(user=user, conversation_id=conversation.pk, text=text):
+            await self.send(text_data=rendering.composer(conversation) + rendering.composer_error(""))
             return
         message = await database_sync_to_async(services.post_user_message)(
-            user=self.scope["user"], conversation_id=self.conversation.pk, content=frame.message, time_zone=frame.time_zone
+            user=user, conversation_id=conversation.pk, content=frame.message, time_zone=frame.time_zone
         )
-        conversation = message.conversation
+        updated = message.conversation
         # The heading shows the title the first message gave the conversation.
-        await self._broadcast(rendering.message_appended(message) + rendering.conversation_heading(conversation))
-        await self.send(text_data=rendering.composer(conversation) + rendering.composer_error(""))
-        agent.start_turn(conversation.pk)
+        await self._broadcast(conversation, rendering.message_appended(message) + rendering.conversation_heading(updated))
+        await self.send(text_data=rendering.composer(updated) + rendering.composer_error(""))
+        agent.start_turn(updated.pk)
         # Then the list, in every tab of this user, with this conversation on top: after the turn
         # has started, so its read costs the reply nothing.
-        await publishing.publish_conversation_list(self.scope["user"])
+        await publishing.publish_conversation_list(user)
 
-    async def _edit(self, frame: EditMessage) -> None:
+    async def _edit(self, frame: EditMessage, *, user: User, conversation: Conversation) -> None:
         message, removed = await database_sync_to_async(services.edit_last_user_message)(
-            user=self.scope["user"], conversation_id=self.conversation.pk, message_id=int(frame.message_id), content=frame.message
+            user=user, conversation_id=conversation.pk, message_id=int(frame.message_id), content=frame.message
         )
-        await self._broadcast("".join(rendering.message_removed(pk) for pk in removed) + rendering.message_replaced(message))
+        await self._broadcast(conversation, "".join(rendering.message_removed(pk) for pk in removed) + rendering.message_replaced(message))
         await self.send(text_data=rendering.composer_error(""))
-        agent.start_turn(self.conversation.pk)
-        await publishing.publish_conversation_list(self.scope["user"])
+        agent.start_turn(conversation.pk)
+        await publishing.publish_conversation_list(user)
 
-    async def _retry(self) -> None:
-        removed = await database_sync_to_async(services.prepare_retry)(user=self.scope["user"], conversation_id=self.conversation.pk)
-        await self._broadcast("".join(rendering.message_removed(pk) for pk in removed))
+    async def _retry(self, *, user: User, conversation: Conversation) -> None:
+        removed = await database_sync_to_async(services.prepare_retry)(user=user, conversation_id=conversation.pk)
+        await self._broadcast(conversation, "".join(rendering.message_removed(pk) for pk in removed))
         await self.send(text_data=rendering.composer_error(""))
-        agent.start_turn(self.conversation.pk)
+        agent.start_turn(conversation.pk)
 
-    async def _regenerate(self) -> None:
-        removed = await database_sync_to_async(services.prepare_regenerate)(user=self.scope["user"], conversation_id=self.conversation.pk)
-        await self._broadcast("".join(rendering.message_removed(pk) for pk in removed))
+    async def _regenerate(self, *, user: User, conversation: Conversation) -> None:
+        removed = await database_sync_to_async(services.prepare_regenerate)(user=user, conversation_id=conversation.pk)
+        await self._broadcast(conversation, "".join(rendering.message_removed(pk) for pk in removed))
         await self.send(text_data=rendering.composer_error(""))
-        agent.start_turn(self.conversation.pk)
+        agent.start_turn(conversation.pk)
 
-    async def _broadcast(self, html: str) -> None:
-        await self.channel_layer.group_send(self.conversation.group_name, {"type": "broadcast.html", "html": html})
+    async def _broadcast(self, conversation: Conversation, html: str) -> None:
+        await self.channel_layer.group_send(conversation.group_name, {"type": "broadcast.html", "html": html})
 
     async def broadcast_html(self, event: dict) -> None:
         await self.send(text_data=event["html"])

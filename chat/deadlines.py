@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import uuid
 from typing import Awaitable, Callable
 
 from channels.db import database_sync_to_async
@@ -32,12 +33,12 @@ log = logging.getLogger("clarion.questions")
 # A timer fires this much after the deadline, so the server's check finds it passed.
 TIMER_SLACK_SECONDS = 0.05
 
-_timers: dict = {}
+_timers: dict[uuid.UUID, asyncio.TimerHandle] = {}
 # The answer path's expiry: `(question_id) -> resolution or None` (None: not due after all).
-_expire: Callable[[object], Awaitable[object | None]] | None = None
+_expire: Callable[[uuid.UUID], Awaitable[object | None]] | None = None
 
 
-def set_expiry_handler(expire: Callable[[object], Awaitable[object | None]]) -> None:
+def set_expiry_handler(expire: Callable[[uuid.UUID], Awaitable[object | None]]) -> None:
     global _expire
     _expire = expire
 
@@ -45,7 +46,7 @@ def set_expiry_handler(expire: Callable[[object], Awaitable[object | None]]) -> 
 _sweepers: dict[asyncio.AbstractEventLoop, asyncio.Task] = {}
 
 
-def schedule(question_id, deadline: dt.datetime | None) -> None:
+def schedule(question_id: uuid.UUID, deadline: dt.datetime | None) -> None:
     """(Re)arm this process's timer for a question. Safe to call repeatedly."""
     if deadline is None:
         return
@@ -57,13 +58,13 @@ def schedule(question_id, deadline: dt.datetime | None) -> None:
     _timers[question_id] = loop.call_later(delay, lambda: background.spawn(_fire(question_id)))
 
 
-def _expiry_handler() -> Callable[[object], Awaitable[object | None]]:
+def _expiry_handler() -> Callable[[uuid.UUID], Awaitable[object | None]]:
     if _expire is None:  # wired in ChatConfig.ready; a process without it cannot expire anything
         raise RuntimeError("deadlines.set_expiry_handler was not called")
     return _expire
 
 
-async def _fire(question_id) -> None:
+async def _fire(question_id: uuid.UUID) -> None:
     _timers.pop(question_id, None)
     try:
         if await _expiry_handler()(question_id) is None:

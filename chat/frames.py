@@ -86,7 +86,7 @@ ClientFrame = Annotated[
 _client_frame = TypeAdapter(ClientFrame)
 
 
-def parse_frame(text_data: str | None, bytes_data: bytes | None, *, max_bytes: int):
+def parse_frame(text_data: str | None, bytes_data: bytes | None, *, max_bytes: int) -> ClientFrame:
     if text_data is None:
         raise FrameError("Binary frames are not supported.")
     if len(text_data.encode("utf-8", errors="replace")) > max_bytes:

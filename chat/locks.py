@@ -99,7 +99,9 @@ async def conversation_turn_lock(conversation_id: uuid.UUID) -> AsyncIterator[bo
     pool = await _pool()
     conn = await pool.getconn()
     try:
-        locked = (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone())[0]
+        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", [key])).fetchone()
+        assert row is not None  # a SELECT of one value returns one row
+        locked = row[0]
     except BaseException:
         await conn.close()  # may hold the lock: closing the session releases it
         await pool.putconn(conn)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from workspace.selectors import Snapshot
+from workspace.selectors import Snapshot, SnapshotTask
 
 SYSTEM_PROMPT = """You are Clarion, an assistant that works on the user's projects, tasks and notes.
 Today is {today}. Answer concisely in Markdown. Never invent tasks, notes, projects or ids: use
@@ -42,7 +42,7 @@ def system_prompt(snapshot: Snapshot, *, today: dt.date | None = None, template:
 
 
 def render_snapshot(s: Snapshot) -> str:
-    def task_line(t) -> str:
+    def task_line(t: SnapshotTask) -> str:
         project = f" [project {t.project_name} #{t.project_id}]" if t.project_id else ""
         due = f" due {t.due_date.isoformat()}" if t.due_date else ""
         return f"- #{t.pk} {t.title} ({t.priority}{due}){project}"

@@ -7,6 +7,7 @@ through here, and it imports none of them.
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
@@ -14,6 +15,9 @@ from channels.layers import get_channel_layer
 from chat import rendering, selectors
 from chat.models import group_name_of, user_group_name
 from questions import selectors as question_selectors
+
+if TYPE_CHECKING:
+    from project.users import User
 
 
 async def send(group: str, html: str) -> None:
@@ -32,10 +36,10 @@ async def publish_group(group_id: uuid.UUID) -> None:
     await send(group, html)
 
 
-def _conversation_list(user) -> str:
+def _conversation_list(user: User) -> str:
     return rendering.conversation_nav(selectors.conversations_for_user(user=user))
 
 
-async def publish_conversation_list(user) -> None:
+async def publish_conversation_list(user: User) -> None:
     """The user's conversation list, in its new order, to every tab they have open."""
     await send(user_group_name(user.pk), await database_sync_to_async(_conversation_list)(user))

@@ -9,36 +9,41 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Awaitable, Callable
+import uuid
+from typing import Any, Callable, Coroutine, cast
 
 from channels.db import database_sync_to_async
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpResponse, QueryDict
 from django.views.decorators.http import require_POST
 from pydantic import ValidationError
 
 from chat import answering, rendering
 from project.errors import ClarionError, Rejected
+from project.users import AuthenticatedHttpRequest, User
 from questions import selectors as question_selectors
 from questions import services as questions
 from questions.models import PendingQuestion
 from questions.schemas import AnswerFields, AnswerInput
 
 
-async def _card_response(group_id, *, status: int = 200, error: str = "") -> HttpResponse:
+async def _card_response(group_id: uuid.UUID, *, status: int = 200, error: str = "") -> HttpResponse:
     def render() -> str:
         return rendering.question_group(question_selectors.group_by_id(group_id=group_id), oob=False, error=error)
 
     return HttpResponse(await database_sync_to_async(render)(), status=status)
 
 
-def card_errors(view: Callable[..., Awaitable[HttpResponse]]) -> Callable[..., Any]:
+def card_errors(
+    view: Callable[[AuthenticatedHttpRequest, User, PendingQuestion], Coroutine[Any, Any, HttpResponse]],
+) -> Callable[[AuthenticatedHttpRequest, uuid.UUID], Coroutine[Any, Any, HttpResponse]]:
     """The one place these endpoints turn errors into responses: another user's (or no) question
     is a 404; a question already resolved returns its resolved card (409); anything else the
     person can fix returns the card with the message (its status, e.g. 422)."""
 
     @functools.wraps(view)
-    async def wrapped(request: HttpRequest, question_id) -> HttpResponse:
-        user = await request.auser()
+    async def wrapped(request: AuthenticatedHttpRequest, question_id: uuid.UUID) -> HttpResponse:
+        # LoginRequiredMiddleware let only a signed-in person through; `auser` is typed for any request.
+        user = cast(User, await request.auser())
         try:
             question = await database_sync_to_async(question_selectors.question_for_user)(user=user, question_id=question_id)
         except questions.QuestionNotFound:
@@ -92,7 +97,7 @@ def _index(value: str, *, error: str = "Pick an option from the list.") -> int:
 
 @require_POST
 @card_errors
-async def answer(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
+async def answer(request: AuthenticatedHttpRequest, user: User, question: PendingQuestion) -> HttpResponse:
     answer_input = parse_answer_form(request.POST)
     await answering.submit_answer(user=user, question_id=question.pk, answer=answer_input, via=PendingQuestion.ResolvedVia.OPTION)
     return await _card_response(question.group_id)
@@ -100,7 +105,7 @@ async def answer(request: HttpRequest, user, question: PendingQuestion) -> HttpR
 
 @require_POST
 @card_errors
-async def pause(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
+async def pause(request: AuthenticatedHttpRequest, user: User, question: PendingQuestion) -> HttpResponse:
     """A pause that arrives after the question was answered (text pasted and sent at once: the
     answer overtakes the pause its typing started) has nothing left to stop; not an error."""
     try:
@@ -112,7 +117,7 @@ async def pause(request: HttpRequest, user, question: PendingQuestion) -> HttpRe
 
 @require_POST
 @card_errors
-async def resume(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
+async def resume(request: AuthenticatedHttpRequest, user: User, question: PendingQuestion) -> HttpResponse:
     """The card as it now is: a page that resumes on load may not have its socket yet, and
     would miss the broadcast of the running clock. A question resolved meanwhile has no clock
     to resume: its resolved card, as a success too."""
@@ -130,7 +135,7 @@ BROWSER_EXPIRY_TOLERANCE_SECONDS = 1.0
 
 @require_POST
 @card_errors
-async def expire(request: HttpRequest, user, question: PendingQuestion) -> HttpResponse:
+async def expire(request: AuthenticatedHttpRequest, user: User, question: PendingQuestion) -> HttpResponse:
     resolution = await answering.expire(question.pk, early_seconds=BROWSER_EXPIRY_TOLERANCE_SECONDS)
     if resolution is None and question.is_pending:
         if await database_sync_to_async(question_selectors.is_pending)(question_id=question.pk):

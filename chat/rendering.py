@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 from dataclasses import dataclass
@@ -223,7 +224,7 @@ class QuestionCard:
         return self.changes[self.CHANGES_SHOWN :]
 
 
-def question_card(group: QuestionGroup, *, questions: list[PendingQuestion] | None = None, now=None) -> QuestionCard:
+def question_card(group: QuestionGroup, *, questions: list[PendingQuestion] | None = None, now: dt.datetime | None = None) -> QuestionCard:
     """The card of `group`; `questions`: its questions, when the caller has just read them."""
     now = now or timezone.now()
     questions = question_selectors.group_questions(group) if questions is None else questions
@@ -308,6 +309,6 @@ def _scope(args: dict, search_key: str | None = None) -> str:
     return "".join(parts)
 
 
-def _short(text, limit: int = 60) -> str:
+def _short(text: object, limit: int = 60) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

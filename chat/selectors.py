@@ -22,7 +22,7 @@ from questions.services import QuestionTimeouts
 from workspace.selectors import Snapshot, snapshot_for_user
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+    from project.users import User
 
 SEARCH_MAX_CHARS = 200
 
@@ -119,7 +119,7 @@ def grouped_by_day(
     return groups
 
 
-def conversation_for_user(*, user, conversation_id: uuid.UUID | str) -> Conversation:
+def conversation_for_user(*, user: User, conversation_id: uuid.UUID | str) -> Conversation:
     """The user's conversation, or Conversation.DoesNotExist (also for another user's id)."""
     return Conversation.objects.get(owner=user, pk=conversation_id)
 
@@ -152,9 +152,11 @@ def visible_messages(*, conversation: Conversation) -> list[Message]:
     return list(conversation.messages.exclude(role=Message.Role.TOOL).order_by("created_at", "id"))
 
 
-def thread_items(*, conversation: Conversation) -> list[tuple[str, object]]:
+def thread_items(*, conversation: Conversation) -> list[tuple[str, Message | QuestionGroup]]:
     """The thread as shown: visible messages and question cards, in the order they appeared."""
-    items = [(m.created_at, "message", m) for m in visible_messages(conversation=conversation)]
+    items: list[tuple[dt.datetime, str, Message | QuestionGroup]] = [
+        (m.created_at, "message", m) for m in visible_messages(conversation=conversation)
+    ]
     items += [(g.created_at, "questions", g) for g in question_selectors.groups_for_conversation(conversation_id=conversation.pk)]
     return [(kind, obj) for _, kind, obj in sorted(items, key=lambda i: i[0])]
 
@@ -251,7 +253,7 @@ class TurnContext:
 
     conversation_id: uuid.UUID
     group_name: str
-    owner: object
+    owner: User
     request_id: int
     request_text: str
     request_metadata: dict

@@ -15,7 +15,7 @@ from project.text import refuse_nul, without_nul
 from questions import selectors as question_selectors
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import User
+    from project.users import User
 
 TITLE_CHARS = 60
 # A title is the first few words of the first message, not the whole message again.
@@ -30,12 +30,12 @@ class ConversationRejected(Rejected):
     """A rename (or similar) that cannot be applied; the text says why."""
 
 
-def start_conversation(*, user) -> Conversation:
+def start_conversation(*, user: User) -> Conversation:
     return Conversation.objects.create(owner=user)
 
 
 @transaction.atomic
-def open_blank_conversation(*, user) -> Conversation:
+def open_blank_conversation(*, user: User) -> Conversation:
     """The user's conversation with no messages yet, created when there is none.
 
     "New conversation" and the first visit reuse it, so empty entries never pile up in the list.
@@ -53,7 +53,7 @@ def open_blank_conversation(*, user) -> Conversation:
 
 
 @transaction.atomic
-def rename_conversation(*, user, conversation_id, title: str) -> Conversation:
+def rename_conversation(*, user: User, conversation_id: uuid.UUID, title: str) -> Conversation:
     text = " ".join(refuse_nul(title or "", what="That title").split())
     if not text:
         raise ConversationRejected("A title cannot be empty.")
@@ -67,7 +67,7 @@ def rename_conversation(*, user, conversation_id, title: str) -> Conversation:
     return conversation
 
 
-def delete_conversation(*, user, conversation_id) -> None:
+def delete_conversation(*, user: User, conversation_id: uuid.UUID) -> None:
     """Deletes the conversation with its messages and questions; another user's id does not exist."""
     deleted, _ = Conversation.objects.filter(owner=user, pk=conversation_id).delete()
     if not deleted:
@@ -87,7 +87,7 @@ def set_pinned(*, user: User, conversation_id: uuid.UUID, pinned: bool) -> Conve
     return conversation
 
 
-def request_stop(*, user, conversation_id) -> None:
+def request_stop(*, user: User, conversation_id: uuid.UUID) -> None:
     """Ask the running turn of this conversation to stop streaming; it keeps what it has so far.
 
     A stored timestamp, so the worker running the turn notices it whichever process got the click.
@@ -108,7 +108,7 @@ def validate_user_message(content: str) -> str:
 
 
 @transaction.atomic
-def post_user_message(*, user, conversation_id, content: str, time_zone: str | None = None) -> Message:
+def post_user_message(*, user: User, conversation_id: uuid.UUID, content: str, time_zone: str | None = None) -> Message:
     """`time_zone`: the IANA zone the person's browser is in, kept on the message; the turns
     that follow read dates ("due today") in it (chat.selectors.TurnContext.time_zone)."""
     text = validate_user_message(content)
@@ -136,7 +136,7 @@ def _title_from(text: str) -> str:
 # --- Turn persistence: every step of a turn is a row, so nothing lives only in a coroutine.
 
 
-def needs_reply(*, conversation_id) -> bool:
+def needs_reply(*, conversation_id: uuid.UUID) -> bool:
     """True when some user message has no finished turn answering it yet.
 
     Also true after a worker died mid-turn (its tool results are there, its answer is not), so
@@ -155,7 +155,9 @@ def needs_reply(*, conversation_id) -> bool:
     return not question_selectors.has_open_group(conversation_id=conversation_id)
 
 
-def save_assistant_message(*, conversation_id, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict) -> Message:
+def save_assistant_message(
+    *, conversation_id: uuid.UUID, in_reply_to_id: int, content: str, tool_calls: list[dict], metadata: dict
+) -> Message:
     """A model's reply, as a row. A NUL the model wrote is dropped (Postgres cannot store it; it
     shows as nothing), so the reply is kept."""
     return Message.objects.create(
@@ -178,7 +180,7 @@ class ToolResult:
     malformed: bool = False
 
 
-def save_tool_results(*, conversation_id, in_reply_to_id: int, results: list[ToolResult]) -> list[Message]:
+def save_tool_results(*, conversation_id: uuid.UUID, in_reply_to_id: int, results: list[ToolResult]) -> list[Message]:
     return save_tool_results_of_calls([(conversation_id, in_reply_to_id, r) for r in results])
 
 
@@ -203,7 +205,9 @@ def save_tool_results_of_calls(calls: list[tuple[uuid.UUID, int, ToolResult]]) -
     )
 
 
-def save_tool_result(*, conversation_id, in_reply_to_id: int, tool_call_id: str, tool_name: str, content: str, is_error: bool) -> Message:
+def save_tool_result(
+    *, conversation_id: uuid.UUID, in_reply_to_id: int, tool_call_id: str, tool_name: str, content: str, is_error: bool
+) -> Message:
     (message,) = save_tool_results(
         conversation_id=conversation_id,
         in_reply_to_id=in_reply_to_id,
@@ -212,13 +216,13 @@ def save_tool_result(*, conversation_id, in_reply_to_id: int, tool_call_id: str,
     return message
 
 
-def record_turn_error(*, conversation_id, in_reply_to_id: int, text: str, detail: dict) -> Message:
+def record_turn_error(*, conversation_id: uuid.UUID, in_reply_to_id: int, text: str, detail: dict) -> Message:
     return Message.objects.create(
         conversation_id=conversation_id, in_reply_to_id=in_reply_to_id, role=Message.Role.ERROR, content=text, metadata=detail
     )
 
 
-def record_unanswered_error(*, conversation_id, text: str) -> Message | None:
+def record_unanswered_error(*, conversation_id: uuid.UUID, text: str) -> Message | None:
     """A turn that could not even start: an error (with Retry) for the newest user message."""
     last_user = Message.objects.filter(conversation_id=conversation_id, role=Message.Role.USER).order_by("-id").first()
     if last_user is None or not needs_reply(conversation_id=conversation_id):
@@ -233,7 +237,7 @@ class NothingToRetry(Conflict):
 
 
 @transaction.atomic
-def prepare_retry(*, user, conversation_id) -> list[int]:
+def prepare_retry(*, user: User, conversation_id: uuid.UUID) -> list[int]:
     """Remove the failed turn's error message(s) so the turn can run again; returns their ids."""
     conversation = Conversation.objects.select_for_update().get(owner=user, pk=conversation_id)
     trailing_errors = []
@@ -247,7 +251,7 @@ def prepare_retry(*, user, conversation_id) -> list[int]:
     return trailing_errors
 
 
-def post_derived_user_message(*, conversation_id, content: str, metadata: dict) -> Message:
+def post_derived_user_message(*, conversation_id: uuid.UUID, content: str, metadata: dict) -> Message:
     """A user-role message Clarion writes on the person's behalf: a clarified request, or the
     answer to a question detected in a reply. The metadata says where it came from."""
     message = Message.objects.create(conversation_id=conversation_id, role=Message.Role.USER, content=content, metadata=metadata)
@@ -292,7 +296,7 @@ class NothingToRegenerate(MessageRejected):
 
 
 @transaction.atomic
-def prepare_regenerate(*, user, conversation_id) -> list[int]:
+def prepare_regenerate(*, user: User, conversation_id: uuid.UUID) -> list[int]:
     """Remove the last reply so its turn runs again; returns the ids of the removed rows.
 
     Only a finished, plain reply can be regenerated: a reply that asked a question or proposed

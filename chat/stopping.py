@@ -6,8 +6,10 @@ turn whichever worker runs it. The streaming loop asks at most every CHECK_SECON
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 import uuid
+from typing import AsyncIterator
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -25,7 +27,7 @@ class TurnStopped(Exception):
         self.partial = partial
 
 
-def _requested_since(conversation_id: uuid.UUID, since) -> bool:
+def _requested_since(conversation_id: uuid.UUID, since: dt.datetime) -> bool:
     return Conversation.objects.filter(pk=conversation_id, stop_requested_at__gte=since).exists()
 
 
@@ -37,7 +39,7 @@ class StopWatch:
         self.since = timezone.now()
         self.checked_at = time.monotonic()
 
-    async def raise_if_requested(self, events, partial: str) -> None:
+    async def raise_if_requested(self, events: AsyncIterator[object], partial: str) -> None:
         if time.monotonic() - self.checked_at < CHECK_SECONDS:
             return
         self.checked_at = time.monotonic()

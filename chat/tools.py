@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import uuid
 import zoneinfo
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
@@ -27,6 +28,9 @@ from questions.schemas import AskUserArgs, OptionSpec, QuestionSpec
 from workspace import operations
 from workspace import selectors as workspace
 from workspace.models import Note, Project, Task
+
+if TYPE_CHECKING:
+    from project.users import User
 
 NOTE_CONTENT_CHARS = 2000
 
@@ -73,8 +77,8 @@ class SearchKnowledgeBaseArgs(_Args):
 class ToolContext:
     """What the app injects into every tool call; never visible to or settable by the model."""
 
-    user: object
-    conversation_id: object
+    user: User
+    conversation_id: uuid.UUID
     tool_call_id: str
     in_reply_to_id: int
     timeouts: questions.QuestionTimeouts
@@ -86,10 +90,11 @@ class ToolContext:
 class Tool:
     name: str
     description: str
-    arguments: type
-    # Query tools return a dict (the result); asking tools return the QuestionGroup that now
-    # waits for the person — its answers become the result, later.
-    run: Callable[..., dict | QuestionGroup]
+    arguments: type[BaseModel]
+    # Called with the context and the parsed `arguments` (Any: each tool takes its own model).
+    # Query tools return a dict (the result; an async tool, its coroutine); asking tools return
+    # the QuestionGroup that now waits for the person — its answers become the result, later.
+    run: Callable[[ToolContext, Any], dict | QuestionGroup | Awaitable[dict]]
 
     def spec(self) -> ToolSpec:
         schema = self.arguments.model_json_schema()
@@ -109,7 +114,7 @@ class ToolOutcome:
     malformed: bool = False
 
 
-def _owned_project_id(user, project_id: int | None) -> int | None:
+def _owned_project_id(user: User, project_id: int | None) -> int | None:
     if project_id is None:
         return None
     try:
@@ -345,7 +350,7 @@ def _holds_nul(value: object) -> bool:
     return isinstance(value, list) and any(_holds_nul(v) for v in value)
 
 
-def _parse_arguments(tool: Tool, raw: str):
+def _parse_arguments(tool: Tool, raw: str) -> BaseModel:
     try:
         data = json.loads(raw or "{}")
     except json.JSONDecodeError as exc:

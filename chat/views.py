@@ -1,8 +1,9 @@
 import uuid
+from typing import Any, cast
 
 from asgiref.sync import async_to_sync
 from django import forms
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.http import content_disposition_header
@@ -14,10 +15,11 @@ from chat import publishing, rendering, selectors, services
 from chat.models import Conversation, user_group_name
 from llm import client_from_settings
 from project.errors import ClarionError
+from project.users import AuthenticatedHttpRequest
 from questions.models import QuestionGroup
 
 
-class HtmxHttpRequest(HttpRequest):
+class HtmxHttpRequest(AuthenticatedHttpRequest):
     htmx: HtmxDetails  # set by django_htmx's middleware
 
 
@@ -31,19 +33,19 @@ EXAMPLE_PROMPTS = [
 
 
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Straight into a usable conversation: the user's empty one, or a new one."""
     conversation = services.open_blank_conversation(user=request.user)
     return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
 @require_POST
-def new_conversation(request: HttpRequest) -> HttpResponse:
+def new_conversation(request: AuthenticatedHttpRequest) -> HttpResponse:
     conversation = services.open_blank_conversation(user=request.user)
     return redirect("chat:conversation", conversation_id=conversation.pk)
 
 
-def _own_conversation(request: HttpRequest, conversation_id) -> Conversation:
+def _own_conversation(request: AuthenticatedHttpRequest, conversation_id: uuid.UUID) -> Conversation:
     try:
         return selectors.conversation_for_user(user=request.user, conversation_id=conversation_id)
     except Conversation.DoesNotExist:
@@ -51,7 +53,7 @@ def _own_conversation(request: HttpRequest, conversation_id) -> Conversation:
 
 
 @require_GET
-def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
+def conversation_page(request: AuthenticatedHttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     conversation = _own_conversation(request, conversation_id)
     page = selectors.thread_page(user=request.user, conversation=conversation)
     return render(
@@ -68,7 +70,9 @@ def conversation_page(request: HttpRequest, conversation_id) -> HttpResponse:
 
 
 @require_GET
-def earlier_messages(request: HttpRequest, conversation_id, before: int, through: int | None = None) -> HttpResponse:
+def earlier_messages(
+    request: AuthenticatedHttpRequest, conversation_id: uuid.UUID, before: int, through: int | None = None
+) -> HttpResponse:
     """The page of the thread before message `before` (through message `through`, for a link to
     it), swapped in above what the reader sees when they scroll up to it."""
     conversation = _own_conversation(request, conversation_id)
@@ -93,20 +97,22 @@ class ListPageForm(forms.Form):
     after_id = forms.UUIDField(required=False)
     after_pinned = forms.DateTimeField(required=False)  # the page before ended among the pinned
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        # Form.clean returns cleaned_data; its stub allows None, which an override may return.
+        cleaned = cast(dict[str, Any], super().clean())
         if (cleaned.get("after") is None) != (cleaned.get("after_id") is None):
             raise forms.ValidationError("A page of the list starts after a conversation: give both after and after_id.")
         return cleaned
 
 
 @require_GET
-def search(request: HttpRequest) -> HttpResponse:
+def search(request: AuthenticatedHttpRequest) -> HttpResponse:
     """A page of the conversation list, filtered by title and message text (the sidebar's search
     box); the list asks for the next page when its end scrolls into view."""
     form = ListPageForm(request.GET)
     if not form.is_valid():
-        return HttpResponseBadRequest(" ".join(e for errors in form.errors.values() for e in errors))
+        # str(): an ErrorList yields its messages, though its stub types the items as the errors.
+        return HttpResponseBadRequest(" ".join(str(e) for errors in form.errors.values() for e in errors))
     query, after = request.GET.get("q", ""), None
     if form.cleaned_data["after"] is not None:
         data = form.cleaned_data
@@ -126,7 +132,7 @@ def _list_context(
 
 
 @require_http_methods(["GET", "POST"])
-def rename(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
+def rename(request: HtmxHttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """GET: the title as an editable field (or back to the title with ?cancel=1). POST: save it."""
     conversation = _own_conversation(request, conversation_id)
     if request.method == "GET":
@@ -149,7 +155,7 @@ def rename(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
 
 
 @require_POST
-def pin(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
+def pin(request: HtmxHttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """Pin (pinned=1) or unpin the conversation: the header with its new button, and the list."""
     try:
         conversation = services.set_pinned(user=request.user, conversation_id=conversation_id, pinned=request.POST.get("pinned") == "1")
@@ -165,7 +171,7 @@ def pin(request: HtmxHttpRequest, conversation_id) -> HttpResponse:
 
 
 @require_GET
-def export(request: HttpRequest, conversation_id) -> HttpResponse:
+def export(request: AuthenticatedHttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     """The conversation as a Markdown file to download."""
     try:
         export = selectors.conversation_export(user=request.user, conversation_id=conversation_id, base_url=request.build_absolute_uri("/"))
@@ -178,7 +184,7 @@ def export(request: HttpRequest, conversation_id) -> HttpResponse:
 
 
 @require_POST
-def delete(request: HttpRequest, conversation_id) -> HttpResponse:
+def delete(request: AuthenticatedHttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     try:
         services.delete_conversation(user=request.user, conversation_id=conversation_id)
     except Conversation.DoesNotExist:

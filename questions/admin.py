@@ -1,12 +1,22 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from asgiref.sync import async_to_sync
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 
 from questions import services as question_services
 from questions.models import PendingQuestion, QuestionGroup
+
+if TYPE_CHECKING:
+    # The shape django-stubs gives a filter's choices (a TypedDict that exists only in the stubs).
+    from django.contrib.admin.filters import _ListFilterChoices
+    from django.contrib.admin.views.main import ChangeList
 
 
 class StatusFilter(admin.SimpleListFilter):
@@ -16,10 +26,10 @@ class StatusFilter(admin.SimpleListFilter):
     parameter_name = "status"
     DEFAULT = PendingQuestion.Status.PENDING
 
-    def lookups(self, request, model_admin):
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
         return [*PendingQuestion.Status.choices, ("all", "All")]
 
-    def choices(self, changelist):
+    def choices(self, changelist: ChangeList) -> Iterator[_ListFilterChoices]:
         current = self.value() or self.DEFAULT
         for value, label in self.lookup_choices:
             yield {
@@ -28,7 +38,7 @@ class StatusFilter(admin.SimpleListFilter):
                 "display": label,
             }
 
-    def queryset(self, request, queryset):
+    def queryset(self, request: HttpRequest, queryset: QuerySet[PendingQuestion]) -> QuerySet[PendingQuestion]:
         value = self.value() or self.DEFAULT
         return queryset if value == "all" else queryset.filter(status=value)
 
@@ -36,8 +46,8 @@ class StatusFilter(admin.SimpleListFilter):
 class PendingQuestionInline(admin.TabularInline):
     model = PendingQuestion
     extra = 0
-    fields = ["position", "question", "status", "answer", "resolved_via", "deadline", "resolved_at"]
-    readonly_fields = fields
+    # One tuple for both: a list would be typed as `fields` is, which `readonly_fields` does not accept.
+    fields = readonly_fields = ("position", "question", "status", "answer", "resolved_via", "deadline", "resolved_at")
     can_delete = False
     show_change_link = True
 
@@ -84,14 +94,14 @@ class PendingQuestionAdmin(admin.ModelAdmin):
         ("Resolution", {"fields": ["status", "answer", "is_custom", "selected_indexes", "resolved_via", "created_at", "resolved_at"]}),
     ]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # questions are asked by the agent, never typed into the admin
 
     # Both actions resolve through the same code as the chat (card, deadline timer), so the
     # conversation continues exactly as after a skip or a timeout: receipt, tool result, next turn.
 
     @admin.action(description="Cancel the selected questions (and the rest of their group)")
-    def cancel_selected(self, request, queryset) -> None:
+    def cancel_selected(self, request: HttpRequest, queryset: QuerySet[PendingQuestion]) -> None:
         from chat import answering  # the continuation lives in chat, which imports this app
 
         groups = QuestionGroup.objects.filter(
@@ -108,7 +118,7 @@ class PendingQuestionAdmin(admin.ModelAdmin):
         self._report(request, f"Cancelled {cancelled} question{pluralize(cancelled)}", skipped)
 
     @admin.action(description="Expire the selected questions now (apply their default, as on timeout)")
-    def expire_selected(self, request, queryset) -> None:
+    def expire_selected(self, request: HttpRequest, queryset: QuerySet[PendingQuestion]) -> None:
         from chat import answering
 
         expired, waiting = 0, 0
@@ -128,7 +138,7 @@ class PendingQuestionAdmin(admin.ModelAdmin):
             text += f"; {waiting} later question{pluralize(waiting)} of a group {pluralize(waiting, 'is,are')} not current yet"
         self._report(request, text, skipped)
 
-    def _report(self, request, text: str, skipped: int) -> None:
+    def _report(self, request: HttpRequest, text: str, skipped: int) -> None:
         if skipped:
             text += f"; {skipped} already resolved {pluralize(skipped, 'was,were')} left as {pluralize(skipped, 'it was,they were')}"
         messages.success(request, text + ".")

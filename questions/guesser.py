@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -68,7 +69,7 @@ async def rank_options(
 def offline_rank(*, question: str, options: list[dict], context: str) -> list[dict]:
     """Word overlap between each option and the context, softened into confidences."""
     context_words = words(context)
-    scored = []
+    scored: list[dict[str, Any]] = []
     for i, option in enumerate(options):
         shared = sorted(words(f"{option['label']} {option.get('description', '')}") & context_words)
         # A slight preference for earlier options: askers tend to list the likely one first.

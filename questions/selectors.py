@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import TYPE_CHECKING
 
 from django.db.models import Count
 from django.db.models.fields.json import KT
@@ -10,10 +11,13 @@ from django.db.models.functions import Coalesce
 from questions.errors import QuestionNotFound
 from questions.models import PendingQuestion, QuestionGroup
 
+if TYPE_CHECKING:
+    from project.users import User
+
 Status = PendingQuestion.Status
 
 
-def question_for_user(*, user, question_id) -> PendingQuestion:
+def question_for_user(*, user: User, question_id: uuid.UUID) -> PendingQuestion:
     """The user's question; QuestionNotFound (a 404) also for another user's id."""
     question = PendingQuestion.objects.select_related("group").filter(pk=question_id, user=user).first()
     if question is None:
@@ -21,27 +25,27 @@ def question_for_user(*, user, question_id) -> PendingQuestion:
     return question
 
 
-def group_by_id(*, group_id) -> QuestionGroup:
+def group_by_id(*, group_id: uuid.UUID) -> QuestionGroup:
     """A group by id, for code acting on the group's own behalf (timers, the guesser); raises
     QuestionGroup.DoesNotExist."""
     return QuestionGroup.objects.get(pk=group_id)
 
 
-def pending_deadline(*, question_id):
+def pending_deadline(*, question_id: uuid.UUID) -> dt.datetime | None:
     """The deadline of a question still pending, or None (resolved, gone, or no clock)."""
     return PendingQuestion.objects.filter(pk=question_id, status=Status.PENDING).values_list("deadline", flat=True).first()
 
 
-def is_pending(*, question_id) -> bool:
+def is_pending(*, question_id: uuid.UUID) -> bool:
     return PendingQuestion.objects.filter(pk=question_id, status=Status.PENDING).exists()
 
 
-def open_group(*, conversation_id) -> QuestionGroup | None:
+def open_group(*, conversation_id: uuid.UUID) -> QuestionGroup | None:
     """The conversation's group still waiting for the person, if any (newest first)."""
     return QuestionGroup.objects.filter(conversation_id=conversation_id, completed_at__isnull=True).order_by("-created_at").first()
 
 
-def has_open_group(*, conversation_id) -> bool:
+def has_open_group(*, conversation_id: uuid.UUID) -> bool:
     return QuestionGroup.objects.filter(conversation_id=conversation_id, completed_at__isnull=True).exists()
 
 
@@ -60,7 +64,9 @@ def questions_of_groups(groups: dict[uuid.UUID, QuestionGroup]) -> dict[uuid.UUI
     return found
 
 
-def groups_for_conversation(*, conversation_id, since: dt.datetime | None = None, until: dt.datetime | None = None) -> list[QuestionGroup]:
+def groups_for_conversation(
+    *, conversation_id: uuid.UUID, since: dt.datetime | None = None, until: dt.datetime | None = None
+) -> list[QuestionGroup]:
     """The conversation's groups asked in [since, until) (either end open when None), oldest first."""
     groups = QuestionGroup.objects.filter(conversation_id=conversation_id)
     if since is not None:

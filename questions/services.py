@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
@@ -23,6 +23,9 @@ from questions import selectors, sql
 from questions.errors import AlreadyResolved, AnswerRejected, AskRejected, QuestionNotFound
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput, QuestionSpec
+
+if TYPE_CHECKING:
+    from project.users import User
 
 Status = PendingQuestion.Status
 Via = PendingQuestion.ResolvedVia
@@ -66,8 +69,8 @@ class Resolution:
 @transaction.atomic
 def ask(
     *,
-    user,
-    conversation_id,
+    user: User,
+    conversation_id: uuid.UUID,
     kind: str,
     specs: list[QuestionSpec],
     tool_call_id: str = "",
@@ -125,7 +128,7 @@ def ask(
     return group
 
 
-def _check_limits(*, user, conversation_id, new: int, now: dt.datetime) -> None:
+def _check_limits(*, user: User, conversation_id: uuid.UUID, new: int, now: dt.datetime) -> None:
     limit = settings.QUESTIONS_MAX_PENDING_PER_USER
     pending = PendingQuestion.objects.filter(user=user, status=Status.PENDING).count()
     if pending + new > limit:
@@ -150,8 +153,8 @@ def _check_limits(*, user, conversation_id, new: int, now: dt.datetime) -> None:
 class AnswerRequest:
     """One person's answer to one question, as an entry point received it."""
 
-    user: Any
-    question_id: Any
+    user: User
+    question_id: uuid.UUID
     answer: AnswerInput
     via: str
 
@@ -159,7 +162,7 @@ class AnswerRequest:
 QuestionError = QuestionNotFound | AnswerRejected | AlreadyResolved
 
 
-def answer(*, user, question_id, answer: AnswerInput, via: str) -> Resolution:
+def answer(*, user: User, question_id: uuid.UUID, answer: AnswerInput, via: str) -> Resolution:
     """Resolve a question with a person's answer. Raises QuestionNotFound (also for another
     user's question), AnswerRejected for an answer that doesn't fit, AlreadyResolved."""
     with transaction.atomic():
@@ -303,9 +306,21 @@ def _settle(
     return resolution
 
 
-def _resolve_one(question: PendingQuestion, group: QuestionGroup, questions: list[PendingQuestion], **outcome) -> Resolution:
+def _resolve_one(
+    question: PendingQuestion,
+    group: QuestionGroup,
+    questions: list[PendingQuestion],
+    *,
+    status: str,
+    text: str,
+    indexes: list[int],
+    is_custom: bool,
+    via: str,
+) -> Resolution:
     now, changes = timezone.now(), _Changes()
-    resolution = _settle(question, group, questions, changes, now=now, **outcome)
+    resolution = _settle(
+        question, group, questions, changes, now=now, status=status, text=text, indexes=indexes, is_custom=is_custom, via=via
+    )
     changes.save(now)
     return resolution
 
@@ -340,7 +355,7 @@ class _Changes:
 Locked = tuple[QuestionGroup, list[PendingQuestion], PendingQuestion]  # (group, its questions, the question)
 
 
-def _lock_group_of(*, question_id, user=None) -> Locked | None:
+def _lock_group_of(*, question_id: uuid.UUID, user: User | None = None) -> Locked | None:
     """Lock the group of a question (the user's, when given), raise its revision and read its
     questions as they are now: two statements. Every write to a group's questions takes this lock
     first, so what is read here stays true until the transaction ends. None when there is no such
@@ -349,13 +364,13 @@ def _lock_group_of(*, question_id, user=None) -> Locked | None:
     return None if key is None else _lock_groups_of([(key, user)]).get(key)
 
 
-def _lock_groups_of(wanted: list[tuple[uuid.UUID, Any]]) -> dict[uuid.UUID, Locked]:
+def _lock_groups_of(wanted: list[tuple[uuid.UUID, User | None]]) -> dict[uuid.UUID, Locked]:
     """`_lock_group_of` for many (question, user or None) at once, still in two statements; what
     was found, by question id. The groups are locked in id order, as any other process locking
     several does, so two of them never wait on each other in a cycle."""
     if not wanted:
         return {}
-    groups = {g.pk: g for g in sql.lock_groups_of_questions([(key, getattr(user, "pk", None)) for key, user in wanted])}
+    groups = {g.pk: g for g in sql.lock_groups_of_questions([(key, None if user is None else user.pk) for key, user in wanted])}
     found: dict[uuid.UUID, Locked] = {}
     for questions in selectors.questions_of_groups(groups).values():
         for q in questions:
@@ -363,7 +378,7 @@ def _lock_groups_of(wanted: list[tuple[uuid.UUID, Any]]) -> dict[uuid.UUID, Lock
     return found
 
 
-def _lock_group(*, group_id, user) -> QuestionGroup | None:
+def _lock_group(*, group_id: uuid.UUID, user: User) -> QuestionGroup | None:
     """`_lock_group_of` for a group named by its own id (the user's)."""
     key = _as_uuid(group_id)
     if key is None:
@@ -371,7 +386,7 @@ def _lock_group(*, group_id, user) -> QuestionGroup | None:
     return sql.lock_group(group_id=key, user_id=user.pk)
 
 
-def _as_uuid(value) -> uuid.UUID | None:
+def _as_uuid(value: object) -> uuid.UUID | None:
     try:
         return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
     except ValueError:
@@ -381,7 +396,7 @@ def _as_uuid(value) -> uuid.UUID | None:
 # --- deadlines -------------------------------------------------------------------------------
 
 
-def expire_if_due(*, question_id, now: dt.datetime | None = None) -> Resolution | None:
+def expire_if_due(*, question_id: uuid.UUID, now: dt.datetime | None = None) -> Resolution | None:
     """Apply the default if the deadline has passed; None if it hasn't (or someone answered)."""
     now = now or timezone.now()
     with transaction.atomic():
@@ -401,7 +416,7 @@ def expire_if_due(*, question_id, now: dt.datetime | None = None) -> Resolution 
         return _resolve_one(question, group, questions, status=Status.TIMED_OUT, text=text, indexes=indexes, is_custom=False, via=via)
 
 
-def due_question_ids(*, now: dt.datetime | None = None, limit: int = 200) -> list:
+def due_question_ids(*, now: dt.datetime | None = None, limit: int = 200) -> list[uuid.UUID]:
     now = now or timezone.now()
     return list(
         PendingQuestion.objects.filter(status=Status.PENDING, deadline__lte=now).order_by("deadline").values_list("pk", flat=True)[:limit]
@@ -409,7 +424,7 @@ def due_question_ids(*, now: dt.datetime | None = None, limit: int = 200) -> lis
 
 
 @transaction.atomic
-def pause(*, user, question_id) -> PendingQuestion:
+def pause(*, user: User, question_id: uuid.UUID) -> PendingQuestion:
     """The person started typing: stop the clock. The deadline moves out by the remaining pause
     budget, so a tab that vanishes mid-pause still times out eventually."""
     question = _locked_pending(user=user, question_id=question_id)
@@ -424,7 +439,7 @@ def pause(*, user, question_id) -> PendingQuestion:
 
 
 @transaction.atomic
-def resume(*, user, question_id) -> PendingQuestion:
+def resume(*, user: User, question_id: uuid.UUID) -> PendingQuestion:
     """Five seconds idle: the clock runs again from where it stopped (the pause is used up)."""
     question = _locked_pending(user=user, question_id=question_id)
     if question.paused_at is not None:
@@ -440,7 +455,7 @@ def resume(*, user, question_id) -> PendingQuestion:
     return question
 
 
-def _locked_pending(*, user, question_id) -> PendingQuestion:
+def _locked_pending(*, user: User, question_id: uuid.UUID) -> PendingQuestion:
     locked = _lock_group_of(question_id=question_id, user=user)
     if locked is None:
         raise QuestionNotFound()
@@ -453,7 +468,7 @@ def _locked_pending(*, user, question_id) -> PendingQuestion:
 # --- skipping and guesses --------------------------------------------------------------------
 
 
-def skip_group(*, user, group_id, set_aside: bool = False) -> Resolution:
+def skip_group(*, user: User, group_id: uuid.UUID, set_aside: bool = False) -> Resolution:
     """`s`/`skip`: every unanswered question of the group is cancelled. `set_aside`: the person
     sent a new request instead, and the card's receipt says so."""
     with transaction.atomic():
@@ -479,14 +494,14 @@ def skip_group(*, user, group_id, set_aside: bool = False) -> Resolution:
         return resolution
 
 
-def record_guesses(*, rankings: list[tuple[object, list[dict]]]) -> None:
+def record_guesses(*, rankings: list[tuple[uuid.UUID, list[dict]]]) -> None:
     """Several questions' rankings at once (one thread hop for a whole group)."""
     for question_id, ranking in rankings:
         record_guess(question_id=question_id, ranking=ranking)
 
 
 @transaction.atomic
-def record_guess(*, question_id, ranking: list[dict]) -> PendingQuestion | None:
+def record_guess(*, question_id: uuid.UUID, ranking: list[dict]) -> PendingQuestion | None:
     """Store the guesser's confidences; the top option becomes the timeout default when the
     guesser is confident enough (QUESTION_DEFAULT_MIN_CONFIDENCE).
     `ranking`: [{"index", "confidence" (0..1), "reasoning"}]. No-op once resolved."""

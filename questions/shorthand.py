@@ -76,6 +76,7 @@ def parse(text: str, slots: list[Slot]) -> Parsed:
     answers: dict[int, ShorthandAnswer] = {}
     bare = 0
     for token in (t for t in _SPLIT.split(lowered) if t):
+        slot: Slot | None  # None: no question has the number typed
         match = _TOKEN.match(token)
         if not match:
             raise ShorthandError(f"“{token}” is not an answer; use a question number and option letter, e.g. 1a.")

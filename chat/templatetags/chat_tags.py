@@ -2,6 +2,7 @@ from django import template
 from django.utils.safestring import SafeString
 
 from chat import rendering
+from chat.models import Message
 from knowledge.rendering import render_markdown
 from project.text import visible_bidi_controls
 
@@ -11,7 +12,7 @@ register.filter("visible_controls", visible_bidi_controls)
 
 
 @register.filter
-def reply_markdown(message) -> SafeString:
+def reply_markdown(message: Message) -> SafeString:
     """An assistant reply as Markdown, its `[n]` markers linked to the sources its chips open."""
     citations = {
         int(c["n"]): (c["url"], c.get("title") or c.get("source_id") or "")
@@ -22,5 +23,5 @@ def reply_markdown(message) -> SafeString:
 
 
 @register.filter
-def tool_activity(message) -> list[rendering.ToolActivity]:
+def tool_activity(message: Message) -> list[rendering.ToolActivity]:
     return rendering.tool_activity(message)

@@ -10,6 +10,7 @@ REDIS_URL so the expiry reaches the tabs connected to the web processes.
 from __future__ import annotations
 
 import asyncio
+from argparse import ArgumentParser
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -20,10 +21,10 @@ from chat import agent, deadlines
 class Command(BaseCommand):
     help = "Expire questions whose deadline has passed (and continue their conversations); --once for a single pass."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument("--once", action="store_true", help="Sweep once, wait for the continuations, and exit.")
 
-    def handle(self, *args, once: bool, **options):
+    def handle(self, *args: str, once: bool, **options: object) -> None:
         asyncio.run(self._sweep(once=once))
 
     async def _sweep(self, *, once: bool) -> None:
