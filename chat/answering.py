@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import json
 import logging
 import uuid
@@ -170,21 +171,26 @@ def _answer_as_message(group: QuestionGroup, questions_: list[PendingQuestion]) 
 
 
 @dataclass(frozen=True)
-class _Resolved:
+class Receipt:
     """A committed resolution and what follows from it."""
 
     resolution: questions.Resolution
     group_name: str
     derived: Message | None  # the message written on the person's behalf, if any
 
+    @functools.cached_property
+    def card(self) -> str:
+        """The group's card as it is now, from the rows the resolution locked and updated (not a
+        fresh read of them). Rendered once: every tab is sent it, and the card's POST returns it.
+        It carries no hx-swap-oob: the websocket swaps a frame's elements by id all the same."""
+        return rendering.question_group(self.resolution.group, questions=self.resolution.questions, oob=False)
+
     def html(self) -> str:
-        """The group's card as it is now, plus the message written on the person's behalf: from
-        the rows the resolution locked and updated, not a fresh read of them."""
-        card = rendering.question_group(self.resolution.group, questions=self.resolution.questions)
-        return card + (rendering.message_appended(self.derived) if self.derived is not None else "")
+        """What every tab is sent: the card, plus the message written on the person's behalf."""
+        return self.card + (rendering.message_appended(self.derived) if self.derived is not None else "")
 
 
-def _resolve(resolve: Callable[[], list[questions.Resolution | questions.QuestionError]]) -> list[_Resolved | questions.QuestionError]:
+def _resolve(resolve: Callable[[], list[questions.Resolution | questions.QuestionError]]) -> list[Receipt | questions.QuestionError]:
     """`resolve` resolves questions inside one transaction; the groups that completed get what
     they mean recorded in it. Errors `resolve` returns in an answer's place stay in its place."""
     with transaction.atomic():
@@ -193,7 +199,7 @@ def _resolve(resolve: Callable[[], list[questions.Resolution | questions.Questio
     return [
         o
         if not isinstance(o, questions.Resolution)
-        else _Resolved(
+        else Receipt(
             resolution=o,
             group_name=group_name_of(o.group.conversation_id),
             derived=derived.get(o.group.pk) if o.completed_group else None,
@@ -202,14 +208,14 @@ def _resolve(resolve: Callable[[], list[questions.Resolution | questions.Questio
     ]
 
 
-def _resolve_one(resolve: Callable[[], questions.Resolution | None]) -> _Resolved | None:
+def _resolve_one(resolve: Callable[[], questions.Resolution | None]) -> Receipt | None:
     """`_resolve` for one resolution that raises its errors (a deadline, a skip); None when it
     resolved nothing."""
     resolved = _resolve(lambda: [r for r in [resolve()] if r is not None])
-    return cast(_Resolved, resolved[0]) if resolved else None
+    return cast(Receipt, resolved[0]) if resolved else None
 
 
-def _resolve_answers(requests: list[questions.AnswerRequest]) -> list[_Resolved | Exception]:
+def _resolve_answers(requests: list[questions.AnswerRequest]) -> list[Receipt | Exception]:
     """Answers received together, resolved in one transaction. When that transaction fails (a
     deadlock, one group's outcome that cannot be recorded), each is resolved in a transaction of
     its own, so that only the one at fault fails."""
@@ -222,20 +228,20 @@ def _resolve_answers(requests: list[questions.AnswerRequest]) -> list[_Resolved 
         return [_resolve_answers([request])[0] for request in requests]
 
 
-async def _after_commit(resolved: _Resolved) -> questions.Resolution:
+async def _after_commit(resolved: Receipt) -> Receipt:
     (outcome,) = await _after_commit_all([resolved])
     if isinstance(outcome, Exception):
         raise outcome
     return outcome
 
 
-async def _after_commit_all(outcomes: list[_Resolved | Exception]) -> list[questions.Resolution | Exception]:
+async def _after_commit_all(outcomes: list[Receipt | Exception]) -> list[Receipt | Exception]:
     """Every tab is shown its receipt first; then the next questions' timers are armed and, for
     the resolvers that completed a group, the next turns start once the answers still coming in
     are shown too. So a burst's receipts do not wait behind the turns that the same burst starts.
     The timer and the turn follow a committed resolution even when its receipt could not be sent
     (that error is its caller's outcome)."""
-    resolved = [o for o in outcomes if isinstance(o, _Resolved)]
+    resolved = [o for o in outcomes if isinstance(o, Receipt)]
     unsent: dict[int, Exception] = {}
     for r in resolved:
         # Rendered one by one as they go out, each let through to its tabs before the next is
@@ -254,7 +260,7 @@ async def _after_commit_all(outcomes: list[_Resolved | Exception]) -> list[quest
     due = [r.resolution.group.conversation_id for r in resolved if r.resolution.completed_group]
     if due:
         background.spawn(_start_turns_after_receipts(due))
-    return [o if isinstance(o, Exception) else unsent.get(id(o), o.resolution) for o in outcomes]
+    return [o if isinstance(o, Exception) else unsent.get(id(o), o) for o in outcomes]
 
 
 # How long turns that answers started wait for the answers still coming in to be shown.
@@ -277,7 +283,7 @@ ANSWERS_PER_HOP = 100
 # the first fifty see their receipts after half the work rather than all of it.
 ANSWERS_LEAST_PER_HOP = 25
 
-_answers: Batcher[questions.AnswerRequest, _Resolved] = Batcher(
+_answers: Batcher[questions.AnswerRequest, Receipt] = Batcher(
     lambda requests: database_sync_to_async(_resolve_answers)(requests),
     _after_commit_all,
     limit=ANSWERS_PER_HOP,
@@ -288,14 +294,14 @@ _answers: Batcher[questions.AnswerRequest, _Resolved] = Batcher(
 # --- entry points (async: they publish and may start the next turn) --------------------------
 
 
-async def submit_answer(*, user: User, question_id: uuid.UUID, answer: AnswerInput, via: str) -> questions.Resolution:
+async def submit_answer(*, user: User, question_id: uuid.UUID, answer: AnswerInput, via: str) -> Receipt:
     """Raises questions.QuestionNotFound, questions.AnswerRejected or questions.AlreadyResolved.
     Answers that arrive while others are being resolved are resolved together with them."""
     request = questions.AnswerRequest(user=user, question_id=question_id, answer=answer, via=via)
     return await _answers.submit(request)
 
 
-async def expire(question_id: uuid.UUID, *, early_seconds: float = 0.0) -> questions.Resolution | None:
+async def expire(question_id: uuid.UUID, *, early_seconds: float = 0.0) -> Receipt | None:
     """Apply the default if the deadline has passed. `early_seconds` tolerates a browser whose
     countdown reached zero a moment before the server's clock."""
     now = timezone.now() + dt.timedelta(seconds=early_seconds)
@@ -303,7 +309,7 @@ async def expire(question_id: uuid.UUID, *, early_seconds: float = 0.0) -> quest
     return None if resolved is None else await _after_commit(resolved)
 
 
-async def skip(*, user: User, group_id: uuid.UUID) -> questions.Resolution:
+async def skip(*, user: User, group_id: uuid.UUID) -> Receipt:
     resolved = await database_sync_to_async(_resolve_one)(lambda: questions.skip_group(user=user, group_id=group_id))
     assert resolved is not None  # skip_group raises rather than return nothing
     return await _after_commit(resolved)

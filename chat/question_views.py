@@ -1,6 +1,7 @@
 """HTTP endpoints of question cards: answer, pause, resume, expire. Work without the websocket.
 
-Thin: parse the form → chat.answering → render the group card. Another user's question is a
+Thin: parse the form → chat.answering → the group's card (an answer's and an expiry's: the card
+their resolution rendered for every tab). Another user's question is a
 404; a question already resolved returns its resolved card with 409 (the loser of a double
 click or a race with the deadline sees the receipt, not an error page).
 """
@@ -99,8 +100,8 @@ def _index(value: str, *, error: str = "Pick an option from the list.") -> int:
 @card_errors
 async def answer(request: AuthenticatedHttpRequest, user: User, question: PendingQuestion) -> HttpResponse:
     answer_input = parse_answer_form(request.POST)
-    await answering.submit_answer(user=user, question_id=question.pk, answer=answer_input, via=PendingQuestion.ResolvedVia.OPTION)
-    return await _card_response(question.group_id)
+    receipt = await answering.submit_answer(user=user, question_id=question.pk, answer=answer_input, via=PendingQuestion.ResolvedVia.OPTION)
+    return HttpResponse(receipt.card)
 
 
 @require_POST
@@ -136,10 +137,11 @@ BROWSER_EXPIRY_TOLERANCE_SECONDS = 1.0
 @require_POST
 @card_errors
 async def expire(request: AuthenticatedHttpRequest, user: User, question: PendingQuestion) -> HttpResponse:
-    resolution = await answering.expire(question.pk, early_seconds=BROWSER_EXPIRY_TOLERANCE_SECONDS)
-    if resolution is None and question.is_pending:
-        if await database_sync_to_async(question_selectors.is_pending)(question_id=question.pk):
-            return HttpResponse(status=204)  # not due yet (paused or extended); the card stays
+    receipt = await answering.expire(question.pk, early_seconds=BROWSER_EXPIRY_TOLERANCE_SECONDS)
+    if receipt is not None:
+        return HttpResponse(receipt.card)
+    if question.is_pending and await database_sync_to_async(question_selectors.is_pending)(question_id=question.pk):
+        return HttpResponse(status=204)  # not due yet (paused or extended); the card stays
     return await _card_response(question.group_id)
 
 

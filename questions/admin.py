@@ -110,10 +110,10 @@ class PendingQuestionAdmin(admin.ModelAdmin):
         cancelled = 0
         for group in groups:
             try:
-                resolution = async_to_sync(answering.skip)(user=group.user, group_id=group.pk)
+                receipt = async_to_sync(answering.skip)(user=group.user, group_id=group.pk)
             except question_services.AlreadyResolved:
                 continue
-            cancelled += len(resolution.changed)
+            cancelled += len(receipt.resolution.changed)
         skipped = queryset.exclude(status=PendingQuestion.Status.PENDING).count()
         self._report(request, f"Cancelled {cancelled} question{pluralize(cancelled)}", skipped)
 

@@ -56,7 +56,7 @@ def test_answers_received_together_are_resolved_in_one_transaction_of_a_few_stat
         outcomes = answering._resolve_answers(requests)
 
     resolved = outcomes[:8]
-    assert all(isinstance(o, answering._Resolved) for o in resolved)
+    assert all(isinstance(o, answering.Receipt) for o in resolved)
     assert [o.resolution.completed_group for o in resolved] == [True] * 6 + [False, True]
     assert isinstance(outcomes[8], services.AlreadyResolved) and outcomes[8].question.answer == "Home"
     assert isinstance(outcomes[9], services.AnswerRejected) and "needs one of its options" in outcomes[9].message
@@ -85,7 +85,7 @@ def test_when_a_batch_cannot_commit_each_answer_is_resolved_alone_and_only_the_f
 
     outcomes = answering._resolve_answers([request(u, first_question(g), selected_indexes=[0]) for u, g in zip(users, groups, strict=True)])
 
-    assert isinstance(outcomes[0], answering._Resolved) and isinstance(outcomes[2], answering._Resolved)
+    assert isinstance(outcomes[0], answering.Receipt) and isinstance(outcomes[2], answering.Receipt)
     assert isinstance(outcomes[1], KeyError)
     assert [first_question(g).status for g in groups] == ["answered", "pending", "answered"]
     assert set(tool_results()) == {groups[0].conversation_id, groups[2].conversation_id}
@@ -110,7 +110,7 @@ async def test_answers_sent_at_once_share_one_hop_and_each_continues(make_user, 
 
     monkeypatch.setattr(answering, "_resolve_answers", counted)
 
-    resolutions = await asyncio.gather(
+    receipts = await asyncio.gather(
         *(
             answering.submit_answer(user=u, question_id=q.pk, answer=AnswerInput(selected_indexes=[1]), via="option")
             for u, q in zip(users, questions, strict=True)
@@ -119,6 +119,7 @@ async def test_answers_sent_at_once_share_one_hop_and_each_continues(make_user, 
     await agent.wait_for_running_turns()
 
     assert hops == [12]
+    resolutions = [r.resolution for r in receipts]
     assert [r.question.pk for r in resolutions] == [q.pk for q in questions]
     assert all(r.completed_group and r.question.answer == "Harbor" for r in resolutions)
     replies = await database_sync_to_async(
@@ -141,7 +142,7 @@ async def test_errors_reach_their_own_caller_only(make_user, continues):
     await agent.wait_for_running_turns()
 
     assert isinstance(refused, services.AnswerRejected) and isinstance(taken, services.QuestionNotFound)
-    assert answered.question.answer == "Home"
+    assert answered.resolution.question.answer == "Home"
 
 
 async def test_an_answer_whose_caller_went_away_still_continues(alice, continues):

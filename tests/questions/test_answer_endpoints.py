@@ -7,12 +7,14 @@ import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from chat import answering, rendering
+from chat import agent, answering, rendering
 from chat import services as chat_services
 from chat.models import Message
 from questions import services
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput, AskUserArgs
+from tests.fake_openai import Reply
+from tests.websocket import open_socket, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -130,6 +132,23 @@ async def test_the_next_question_starts_its_clock_when_shown(async_client, alice
     await async_client.post(url(first), {"option": "0"})
     second = await fresh(second)
     assert before + dt.timedelta(seconds=299) < second.deadline < timezone.now() + dt.timedelta(seconds=301)
+
+
+async def test_the_cards_post_returns_the_card_every_tab_was_sent(async_client, alice, question, model_endpoint):
+    """The receipt is rendered once, from the rows its resolution wrote: the answering tab's POST
+    gets the very card the websocket brings every tab (no second read, no second render)."""
+    model_endpoint.script(Reply.text("Filed under Harbor."))
+    socket = await open_socket(f"/ws/conversations/{question.group.conversation_id}/", user=alice)
+    assert (await socket.connect())[0]
+    await async_client.aforce_login(alice)
+    response = await async_client.post(url(question), {"option": "1"})
+    frame = await receive_until(socket, "receipt-answer")
+    await agent.wait_for_running_turns()
+    await socket.disconnect()
+
+    card = response.content.decode()
+    assert response.status_code == 200 and card.lstrip().startswith('<section class="question-card') and "Harbor" in card
+    assert card in frame and 'id="qgroup-' in card and "hx-swap-oob" not in card
 
 
 def test_an_answer_is_resolved_recorded_and_rendered_in_few_statements(alice, django_assert_num_queries):

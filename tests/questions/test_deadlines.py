@@ -43,8 +43,8 @@ async def test_expiry_applies_the_guessed_default_and_tells_the_model(question):
         ranking=[{"index": 2, "confidence": 0.7, "reasoning": "Mentioned twice"}, {"index": 0, "confidence": 0.2, "reasoning": ""}],
     )
     await set_deadline(question, -1)
-    resolution = await answering.expire(question.pk)
-    assert resolution.completed_group
+    receipt = await answering.expire(question.pk)
+    assert receipt is not None and receipt.resolution.completed_group
     q = await fresh(question)
     assert (q.status, q.answer, q.selected_indexes, q.resolved_via) == ("timed_out", "Home", [2], "timeout_default")
     (row,) = (await tool_result())["answers"]
