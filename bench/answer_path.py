@@ -1,28 +1,36 @@
-"""Answer path vs anchor: Clarion and LangGraph + Postgres under the same load, in the same run.
+"""Answer path vs anchor: Clarion, driven exactly as its page drives it, and LangGraph + Postgres
+under the same load, in the same run.
 
-N websocket clients each send a message, get a question, answer it, and time answer → receipt /
-stream started / saved reply. Systems, interleaved over --rounds rounds (the order rotates each
-round; each system's servers are started fresh for its turn and warmed up with 20 clients):
+N clients each load their conversation's page, open its websocket, send a message, get a
+question, answer it and time answer → receipt / first reply text / saved reply. Systems,
+interleaved over --rounds rounds (the order rotates each round; each system's servers are
+started fresh for its turn and warmed up with 20 clients):
 
 - **Clarion, 1 Daphne**: `project.asgi` as `manage.py up` serves it (one process, in-memory
-  channel layer), driven only through its public interfaces: the login session cookie, `POST
-  /new/` for a conversation (Django's test client, in this process), the conversation websocket
-  (`send_message`, `answer` frames) and the HTML frames it pushes.
+  channel layer), driven only with the requests its page sends: `GET /chat/<id>/` with the
+  login session cookie (the page, its CSRF token and cookie), the conversation websocket with
+  that cookie and the page's origin, the composer's `send_message` frame (as htmx's ws extension
+  sends a form), and the card's `hx-post` to `/chat/questions/<id>/answer/` (`option=1`, the
+  session and CSRF cookies, `X-CSRFToken` and the headers htmx adds). The receipt is the POST's
+  response (the card the page swaps in; its websocket frame is timed too); the reply is read
+  from the websocket. Conversations and logins are made beforehand, directly (not measured).
 - **Clarion, 2 Daphne + Redis**: two workers on two ports sharing groups through `REDIS_URL`
   (a channel prefix of this run's own); clients alternate between the workers.
 - **LangGraph + Postgres** (the anchor, `bench/anchors/langgraph_server.py`): `interrupt()` to
-  ask, `Command(resume=...)` through `AsyncPostgresSaver` (psycopg-pool) on its own database on the
-  same Postgres, one Daphne process.
+  ask, `Command(resume=<index>)` through `AsyncPostgresSaver` (psycopg-pool) on its own database
+  on the same Postgres, served by a plain `websockets` server; the answer is its websocket frame.
 
 The model, for every system: the scripted fake OpenAI-compatible server of `tests/fake_openai.py`
 at zero delay in a process of its own, reached through the real `openai` SDK over loopback HTTP,
-streamed. It asks with `ask_user`, then answers "Done <tag>: Harbor." once it sees the tool result.
+streamed. It asks with `ask_user`, then answers "Done <tag>: Harbor." once it sees the tool
+result; it counts the requests of each client (2 each: the question, the reply).
 
 Steps per system and round (see `run_system`): a warm-up; a burst of --burst (every answer at
 once); then --pending questions pending, of which --paced-answers answer paced at each of --rates
 answers/s (open loop; topped up after each paced step, so each starts with --pending pending);
 then all --pending answer at once (the large burst). Server CPU is the server processes' CPU time
-over the step; memory is read once the --pending questions are pending.
+over the step; memory is read once the --pending questions are pending; every server process's
+Postgres connections are sampled from `pg_stat_activity` every 20 ms throughout.
 
     .venv/bin/pip install -q --require-hashes --no-deps -r requirements-bench.lock   # after the README's test install
     .venv/bin/python bench/answer_path.py          # 3 rounds: burst of 100; 500 pending: 100 at 10/s, 100 at 50/s, burst of 500
@@ -30,7 +38,9 @@ over the step; memory is read once the --pending questions are pending.
 
 Databases: DATABASE_NAME (default clarion_bench_answer) for Clarion and <that>_anchor for the
 anchor, on the embedded Postgres (or DATABASE_URL's server); both are created fresh (dropped
-first), and dropped at the end unless --keep-databases. Exit status 1 when anything was lost or doubled.
+first), and dropped at the end unless --keep-databases. Exit status 1 when any answer failed
+(an HTTP error, an error frame), was lost or doubled, a model call was missing or extra, or a
+Clarion process held more Postgres connections than its bound.
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from loadkit import (  # noqa: E402
     Client,
+    ConnectionSampler,
     Measured,
     ModelProcess,
     ServerProcess,
@@ -74,25 +85,67 @@ LOGS = ROOT / ".data" / "bench-answer-path" / os.environ.get("DATABASE_NAME", "c
 
 class ClarionDialect:
     name = "Clarion"
+    CARD = re.compile(
+        r'<section [^>]*\bid="qgroup-([0-9a-f-]{36})"[^>]*>.*?<div class="question-pending" id="question-([0-9a-f-]{36})"', re.S
+    )
     TAG_WITH_QUESTION_ID = re.compile(r'<[^>]*\bid="question-([0-9a-f-]{36})"[^>]*>')
+    CSRF = re.compile(r'"X-CSRFToken": "([^"]+)"')
+    # A stream piece (the reply so far, rendered) with text in it: the bubble that opens empty,
+    # with its typing dots, is not the reply starting.
+    STREAM_PIECE = re.compile(r'<div id="stream-[^"]+-body" hx-swap-oob="innerHTML">')
+    TAG = re.compile(r"<[^>]*>")
     COMPOSER_ERROR = re.compile(r'<div id="composer-error"[^>]*>([^<]*)</div>')
 
     def ask_frame(self, client: Client) -> str:
-        return json.dumps({"action": "send_message", "message": f"{client.tag}: file my new task"})
+        # What htmx's ws extension sends for the composer's form.
+        headers = {"HX-Request": "true", "HX-Trigger": "composer", "HX-Trigger-Name": None, "HX-Target": "composer",
+                   "HX-Current-URL": client.page_url}  # fmt: skip
+        return json.dumps({"action": "send_message", "message": f"{client.tag}: file my new task", "HEADERS": headers})
 
-    def answer_frame(self, client: Client) -> str:
-        return json.dumps({"action": "answer", "question_id": client.question_id, "option": 1})
+    async def load_page(self, session: Session, client: Client) -> None:
+        response = await session.http.get(client.page_url, headers={"Cookie": client.headers["Cookie"]})
+        if response.status_code != 200:
+            raise RuntimeError(f"the page answered {response.status_code}")
+        client.csrf_token = self.CSRF.search(response.text)[1]
+        csrf_cookie = response.cookies.get(settings_value("CSRF_COOKIE_NAME"))
+        if csrf_cookie:  # the websocket and the POST carry it, as the browser's cookie jar would
+            client.headers["Cookie"] += f"; {settings_value('CSRF_COOKIE_NAME')}={csrf_cookie}"
+
+    async def answer(self, session: Session, client: Client) -> None:
+        """The card's option button: its form's `hx-post`, as htmx sends it."""
+        origin = client.page_url.split("/chat/", 1)[0]
+        response = await session.http.post(
+            f"{origin}/chat/questions/{client.question_id}/answer/",
+            content=b"option=1",
+            headers={
+                "Cookie": client.headers["Cookie"],
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Origin": origin,
+                "Referer": client.page_url,
+                "X-CSRFToken": client.csrf_token,
+                "HX-Request": "true",
+                "HX-Current-URL": client.page_url,
+                "HX-Target": f"qgroup-{client.group_id}",
+                "HX-Trigger": f"answer-{client.question_id}",
+            },
+        )
+        if response.status_code != 200:
+            client.http_errors.append(f"{response.status_code}: {response.text[:120]!r}")
+        elif f'id="question-{client.question_id}"' in response.text and "answered" in response.text:
+            client.response_at = time.perf_counter()
+            client.receipt_at = client.receipt_at or client.response_at
+        else:
+            client.http_errors.append(f"200 without the receipt: {response.text[:120]!r}")
 
     def observe(self, client: Client, frame: str) -> list[tuple[str, ...]]:
         events: list[tuple[str, ...]] = []
+        for match in self.CARD.finditer(frame):
+            events.append(("card", match[2], match[1]))
         for match in self.TAG_WITH_QUESTION_ID.finditer(frame):
-            if "question-pending" in match[0]:
-                events.append(("card", match[1]))
-            elif match[1] == client.question_id and "answered" in match[0]:
+            if match[1] == client.question_id and "answered" in match[0]:
                 events.append(("receipt",))
-        # The streaming bubble, or (should its markup change) the reply's first words.
-        if "message-assistant streaming" in frame or "Done " in frame:
-            events.append(("stream",))
+        if self.STREAM_PIECE.search(frame) and self.TAG.sub("", frame).strip():
+            events.append(("text",))
         if client.final_text in frame and 'id="message-' in frame:
             events.append(("saved",))
         events += [("error", e) for e in self.COMPOSER_ERROR.findall(frame) if e.strip()]
@@ -101,24 +154,33 @@ class ClarionDialect:
         return events
 
 
+def settings_value(name: str) -> str:
+    from django.conf import settings
+
+    return getattr(settings, name)
+
+
 class AnchorDialect:
     name = "LangGraph + Postgres"
 
     def ask_frame(self, client: Client) -> str:
         return json.dumps({"action": "send_message", "message": f"{client.tag}: file my new task"})
 
-    def answer_frame(self, client: Client) -> str:
-        return json.dumps({"action": "answer", "question_id": client.question_id, "option": 1})
+    async def load_page(self, session: Session, client: Client) -> None:
+        pass  # no page: its client is the websocket alone
+
+    async def answer(self, session: Session, client: Client) -> None:
+        await session.send(client, json.dumps({"action": "answer", "question_id": client.question_id, "option": 1}))
 
     def observe(self, client: Client, frame: str) -> list[tuple[str, ...]]:
         data = json.loads(frame)
         kind = data.get("type")
         if kind == "question":
-            return [("card", data["id"])]
+            return [("card", data["id"], "")]
         if kind == "receipt":
             return [("receipt",)]
-        if kind in ("stream_started", "delta"):
-            return [("stream",)]
+        if kind == "delta":
+            return [("text",)]
         if kind == "saved":
             return [("saved",)] if data["text"] == client.final_text else [("error", f"wrong reply {data['text']!r}")]
         if kind == "error":
@@ -192,6 +254,7 @@ class Clarion(_ServedSystem):
     def __init__(self, *, workers: int, database: str, model_url: str, redis_url: str, users) -> None:
         self.workers, self.database, self.users = workers, database, users
         self.name = "Clarion, 1 Daphne" if workers == 1 else f"Clarion, {workers} Daphne + Redis"
+        self.connection_prefix = "clarion-"  # each process names its connections clarion-<pid>
         self.key = f"clarion{workers}"
         self.dialect = ClarionDialect()
         self.env = clarion_env(
@@ -222,6 +285,7 @@ class Clarion(_ServedSystem):
             conversation = services.start_conversation(user=user)
             server = self.servers[n % len(self.servers)]
             result.append(Client(tag=f"{tag}x{n}", url=f"ws://127.0.0.1:{server.port}/ws/conversations/{conversation.pk}/",
+                                 page_url=f"http://127.0.0.1:{server.port}/chat/{conversation.pk}/",
                                  headers={"Cookie": f"{cookie_name}={cookie}"}))  # fmt: skip
         return result
 
@@ -229,18 +293,19 @@ class Clarion(_ServedSystem):
 class Anchor(_ServedSystem):
     name = "LangGraph + Postgres"
     key = "anchor"
+    connection_prefix = "anchor"
 
     def __init__(self, *, database: str, model_url: str, pool_size: int) -> None:
         self.database = database
         self.dialect = AnchorDialect()
         self.env = {**os.environ, "ANCHOR_DATABASE_URL": server_conninfo(database), "ANCHOR_MODEL_URL": model_url,
-                    "ANCHOR_POOL_SIZE": str(pool_size), "PYTHONPATH": str(ROOT)}  # fmt: skip
+                    "ANCHOR_POOL_SIZE": str(pool_size), "PGAPPNAME": "anchor"}  # fmt: skip
         self.servers: list[ServerProcess] = []
 
     def start(self) -> None:
         port = free_port()
-        self.servers.append(ServerProcess(command=daphne_command("bench.anchors.langgraph_server:application", port),
-                                          env=self.env, port=port, log_path=LOGS / "anchor.log", name=self.name))  # fmt: skip
+        command = [sys.executable, str(ROOT / "bench" / "anchors" / "langgraph_server.py"), "--port", str(port)]
+        self.servers.append(ServerProcess(command=command, env=self.env, port=port, log_path=LOGS / "anchor.log", name=self.name))
 
     def clients(self, count: int, tag: str) -> list[Client]:
         port = self.servers[0].port
@@ -266,7 +331,7 @@ def prepare_users(count: int):
 # --- the run -------------------------------------------------------------------------------------
 
 
-async def run_system(system, args, model: ModelProcess, round_no: int) -> dict[str, Measured]:
+async def run_system(system, args, model: ModelProcess, sampler: ConnectionSampler, round_no: int) -> dict[str, Measured]:
     """One system's turn in one round, on freshly started servers:
 
     1. warm-up: 20 clients ask and answer (first-use costs are not per answer; not reported);
@@ -280,7 +345,8 @@ async def run_system(system, args, model: ModelProcess, round_no: int) -> dict[s
     tag = f"ab{round_no}{system.key}"
     results: dict[str, Measured] = {}
     system.start()
-    session = Session(dialect=system.dialect, servers=system.servers, model=model, wait=args.wait, label=system.name)
+    session = Session(dialect=system.dialect, servers=system.servers, model=model, wait=args.wait, label=system.name,
+                      sampler=sampler, connection_prefix=system.connection_prefix)  # fmt: skip
     try:
         warm = await sync_to_async(system.clients)(min(20, args.burst), f"{tag}w")
         await session.connect(warm)
@@ -325,10 +391,13 @@ async def run_system(system, args, model: ModelProcess, round_no: int) -> dict[s
 
 def report_step(system, label: str, m: Measured) -> None:
     print(f"  {system.name}, {label} ({m.pending} pending): {m.answers_per_second:.0f} answers/s, "
-          f"{m.cpu_ms_per_answer:.1f} ms CPU/answer, lost {m.lost}, doubled {m.doubled}", file=sys.stderr, flush=True)  # fmt: skip
+          f"{m.cpu_ms_per_answer:.1f} ms CPU/answer, receipt p50 {stage(m, 'receipt', 0.5):.0f} ms, "
+          f"first text p99 {stage(m, 'text', 0.99):.0f} ms, HTTP errors {len(m.http_errors)}, lost {m.lost}, "
+          f"doubled {m.doubled}, model calls {m.model_calls}/{2 * m.clients}, connections ≤ {m.connections}",
+          file=sys.stderr, flush=True)  # fmt: skip
 
 
-async def run(args, model: ModelProcess, systems, results: dict, finished: list[int]) -> None:
+async def run(args, model: ModelProcess, sampler: ConnectionSampler, systems, results: dict, finished: list[int]) -> None:
     """Fills results[system key][step key] = [Measured per round] and `finished` with the rounds
     done; the system order rotates per round."""
     for round_no in range(1, args.rounds + 1):
@@ -336,7 +405,7 @@ async def run(args, model: ModelProcess, systems, results: dict, finished: list[
         for system in systems[shift:] + systems[:shift]:
             print(f"round {round_no}: {system.name}", file=sys.stderr, flush=True)
             try:
-                measured_steps = await run_system(system, args, model, round_no)
+                measured_steps = await run_system(system, args, model, sampler, round_no)
             except Exception:  # one failed turn must not throw away the rounds measured so far
                 traceback.print_exc()
                 print(f"round {round_no}: {system.name} failed; its figures for this round are missing", file=sys.stderr)
@@ -345,7 +414,7 @@ async def run(args, model: ModelProcess, systems, results: dict, finished: list[
                 results[system.key].setdefault(key, []).append(measured)
         # Each finished round's tables, in case a long run is stopped before the last.
         with open(LOGS / f"report-after-round-{round_no}.md", "w") as out, contextlib.redirect_stdout(out):
-            report(results, systems, args, rounds=round_no)
+            report(results, systems, args, rounds=round_no, bound=connection_bound())
         finished.append(round_no)
 
 
@@ -369,7 +438,7 @@ def stage(m: Measured, name: str, q: float) -> float:
     return statistics.median(values) if q == 0.5 else percentile(values, q)
 
 
-def report(results: dict, systems, args, *, rounds: int | None = None) -> bool:
+def report(results: dict, systems, args, *, rounds: int | None = None, bound: int = 0) -> bool:
     rounds = rounds or args.rounds
     small, large = f"burst of {args.burst}", f"burst of {args.pending}"
     rows: list[tuple[str, list[str]]] = []
@@ -381,51 +450,60 @@ def report(results: dict, systems, args, *, rounds: int | None = None) -> bool:
     row(f"server CPU per answer, ms ({large})", "burst_large", lambda m: m.cpu_ms_per_answer, "{:.1f}")
     row(f"answers/s, {small}", "burst_small", lambda m: m.answers_per_second)
     row(f"answers/s, {large}", "burst_large", lambda m: m.answers_per_second)
+    row(f"receipt shown p50, ms ({small})", "burst_small", lambda m: stage(m, "receipt", 0.5))
+    row(f"  the card POST's response p50, ms ({small})", "burst_small", lambda m: stage(m, "response", 0.5))
+    row(f"  the receipt's websocket frame p50, ms ({small})", "burst_small", lambda m: stage(m, "ws_receipt", 0.5))
+    row(f"receipt shown p50, ms ({large})", "burst_large", lambda m: stage(m, "receipt", 0.5))
     for rate in args.rates:
         label = f"at {rate:g} answers/s, {args.pending} pending"
-        row(f"{label}: stream started p50, ms", f"paced{rate:g}", lambda m: stage(m, "stream", 0.5))
-        row(f"{label}: stream started p99, ms", f"paced{rate:g}", lambda m: stage(m, "stream", 0.99))
-    row(f"receipt shown p50, ms ({small})", "burst_small", lambda m: stage(m, "receipt", 0.5))
-    row(f"receipt shown p50, ms ({large})", "burst_large", lambda m: stage(m, "receipt", 0.5))
+        row(f"{label}: first reply text p50, ms", f"paced{rate:g}", lambda m: stage(m, "text", 0.5))
+        row(f"{label}: first reply text p99, ms", f"paced{rate:g}", lambda m: stage(m, "text", 0.99))
     row(f"saved reply p50, ms ({large})", "burst_large", lambda m: stage(m, "saved", 0.5))
     row(f"server RSS per pending ask, KiB ({args.pending} pending)", "burst_large", lambda m: m.memory["rss_per_pending_kib"], "{:.1f}")
     row("server RSS per open websocket, KiB", "burst_large", lambda m: m.memory["rss_per_socket_kib"], "{:.1f}")
-    row("websocket handshakes retried (dropped by a busy server)", "burst_large", lambda m: m.connect_retries)
     row(f"Postgres bytes per pending ask ({args.pending} pending)", "burst_large", lambda m: m.memory["db_bytes_per_pending"])
+    rows.append(("Postgres connections, most held by one server process (by all of them), over every step",
+                 [cell([m.connections for ms in results[s.key].values() for m in ms]) +
+                  f" ({cell([m.connections_total for ms in results[s.key].values() for m in ms])})" for s in systems]))  # fmt: skip
+    row("websocket handshakes retried (dropped by a busy server)", "burst_large", lambda m: m.connect_retries)
 
     ok = True
     totals = []
     for system in systems:
         steps = [m for ms in results[system.key].values() for m in ms]
+        failed = sum(len(m.http_errors) + len(m.errors) for m in steps)
         lost = sum(m.lost for m in steps)
         doubled = sum(m.doubled for m in steps)
-        extra_calls = sum(max(0, m.model_requests - m.answered) for m in steps)
-        errors = sum(len(m.errors) for m in steps)
-        ok &= lost == doubled == extra_calls == errors == 0
-        totals.append(f"{lost} / {doubled} / {extra_calls} / {errors} of {sum(m.clients for m in steps)}")
-    rows.append(("lost / doubled / extra model calls / error frames (every answer of every round)", totals))
+        calls, expected = sum(m.model_calls for m in steps), sum(2 * m.clients for m in steps)
+        over = system.key.startswith("clarion") and any(m.connections > bound for m in steps)
+        ok &= failed == lost == doubled == 0 and calls == expected and not over
+        totals.append(f"{failed} / {lost} / {doubled} / {calls} of {expected}")
+    rows.append(("failed (HTTP errors, error frames) / lost / doubled / model calls of 2N (every answer of every round)", totals))
 
     print(f"\nAnswer path vs anchor: {rounds} round(s), interleaved; each cell is the median over the "
-          f"rounds (min–max). Fake model at zero delay through the openai SDK; loopback; 2 cores.\n")  # fmt: skip
+          f"rounds (min–max). Fake model at zero delay through the openai SDK; loopback; 2 cores. Clarion "
+          f"answers with the card's POST; a process's connection bound is {bound} (DATABASE_POOL_MAX_SIZE + 25).\n")  # fmt: skip
     print("| measure | " + " | ".join(s.name for s in systems) + " |")
     print("| --- |" + " ---: |" * len(systems))
     for label, cells in rows:
         print(f"| {label} | " + " | ".join(cells) + " |")
 
-    print("\nPer round: answers/s · server CPU ms per answer · receipt p50 ms · stream started p50 / p99 ms · lost / doubled\n")
+    print("\nPer round: answers/s · server CPU ms per answer · receipt p50 ms · first reply text p50 / p99 ms · "
+          "failed / lost / doubled · model calls of 2N · most connections of one process\n")  # fmt: skip
     print("| system | step | " + " | ".join(f"round {i}" for i in range(1, rounds + 1)) + " |")
     print("| --- | --- |" + " --- |" * rounds)
     steps = [("burst_small", small)] + [(f"paced{r:g}", f"{r:g} answers/s") for r in args.rates] + [("burst_large", large)]
     for system in systems:
         for key, label in steps:
             cells = [f"{m.answers_per_second:.0f} · {m.cpu_ms_per_answer:.1f} · {stage(m, 'receipt', 0.5):.0f} · "
-                     f"{stage(m, 'stream', 0.5):.0f} / {stage(m, 'stream', 0.99):.0f} · {m.lost} / {m.doubled}"
+                     f"{stage(m, 'text', 0.5):.0f} / {stage(m, 'text', 0.99):.0f} · "
+                     f"{len(m.http_errors) + len(m.errors)} / {m.lost} / {m.doubled} · {m.model_calls} of {2 * m.clients} · {m.connections}"
                      for m in results[system.key].get(key, [])]  # fmt: skip
             print(f"| {system.name} | {label} | " + " | ".join(cells) + " |")
     for system in systems:
-        errors = [e for ms in results[system.key].values() for m in ms for e in m.errors]
+        errors = [e for ms in results[system.key].values() for m in ms for e in m.http_errors + m.errors]
         if errors:
-            print(f"\n{system.name}: first error frames: {errors[:3]}")
+            print(f"\n{system.name}: first failures: {errors[:3]}")
     print(f"\n1-minute load average at the end: {os.getloadavg()[0]:.2f} (2 cores, shared with other work)")
     print(f"server logs: {LOGS}")
     return ok
@@ -452,6 +530,13 @@ def parse_args():
     args.rates = [float(r) for r in str(args.rates).split(",") if r.strip()]
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     return args
+
+
+def connection_bound() -> int:
+    """The most Postgres connections one Clarion process may hold: its pool and the stated 25."""
+    from django.conf import settings
+
+    return settings.DATABASE_POOL_MAX_SIZE + 25
 
 
 def redis_reachable(url: str) -> bool:
@@ -505,6 +590,7 @@ def main() -> int:
     users = prepare_users(max(1, -(-largest // 10)))  # ≤ 10 pending questions per user
     connections.close_all()
     model = ModelProcess()  # forked before any event loop or thread exists
+    sampler = ConnectionSampler(server_conninfo("postgres"), [database, anchor_database])
     print(f"set-up: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     try:
         systems = []
@@ -519,14 +605,15 @@ def main() -> int:
         results: dict[str, dict[str, list[Measured]]] = {s.key: {} for s in systems}
         finished: list[int] = []
         try:
-            asyncio.run(asyncio.wait_for(run(args, model, systems, results, finished), args.timeout))
+            asyncio.run(asyncio.wait_for(run(args, model, sampler, systems, results, finished), args.timeout))
         except TimeoutError:
             if not finished:
                 raise SystemExit(f"--timeout {args.timeout:g} s reached before the first round finished") from None
             print(f"--timeout {args.timeout:g} s reached: the tables of the {len(finished)} finished round(s) follow "
                   f"(a later, unfinished round may add steps of some systems)", file=sys.stderr)  # fmt: skip
-        ok = report(results, systems, args, rounds=finished[-1] if finished else args.rounds)
+        ok = report(results, systems, args, rounds=finished[-1] if finished else args.rounds, bound=connection_bound())
     finally:
+        sampler.stop()
         model.stop()
         connections.close_all()
         if not args.keep_databases:

@@ -1,13 +1,15 @@
-"""Shared parts of the websocket load benchmarks (`questions_ws.py`, `answer_path.py`).
+"""Shared parts of the load benchmarks (`answer_path.py`; the fake model also for `agent_loop.py`).
 
 - process measures read from /proc: RSS, CPU seconds (per process and per thread);
 - the fake model in a process of its own: the scripted OpenAI-compatible server of
   `tests/fake_openai.py` at zero delay, which asks with `ask_user` first and answers with text once
-  it sees the tool result; it counts the requests it served;
-- `ServerProcess`: a server subprocess (Daphne) that is waited for until it listens, and stopped;
-- one client driver for any system (`Session`): websocket clients send a message, wait for their
-  question, answer it (at once or paced) and time the answer → receipt / stream started / saved
-  reply. What a system's frames look like is a `Dialect`; the driver is the same for every system.
+  it sees the tool result; it counts the requests it served, per client;
+- `ServerProcess`: a server subprocess that is waited for until it listens, and stopped;
+- `ConnectionSampler`: the Postgres connections each server process holds, sampled throughout;
+- one client driver for any system (`Session`): clients load their page, open their websocket,
+  send a message, wait for their question, answer it (at once or paced) the way the system's own
+  client does, and time the answer → receipt / first reply text / saved reply. How a system is
+  driven and what its frames look like is a `Dialect`; the driver is the same for every system.
 
 Loopback only; every wait is bounded.
 """
@@ -116,6 +118,8 @@ class ModelProcess:
 
         ctx = multiprocessing.get_context("fork")
         self.counter = ctx.Value("l", 0)
+        self._tags = ctx.SimpleQueue()  # the tag of every request served, to count calls per client
+        self._calls: dict[str, int] = {}
         self._stop = ctx.Event()
         urls = ctx.Queue()
         self.proc = ctx.Process(target=self._serve, args=(urls,), daemon=True)
@@ -146,6 +150,7 @@ class ModelProcess:
         def reply(body):
             with self.counter.get_lock():
                 self.counter.value += 1
+            self._tags.put(tag_of(body))
             return self._reply(body)
 
         with FakeOpenAI(default=reply) as fake:
@@ -155,6 +160,13 @@ class ModelProcess:
     @property
     def requests(self) -> int:
         return self.counter.value
+
+    def calls(self, tag: str) -> int:
+        """Model requests served so far for the client whose conversation is tagged `tag`."""
+        while not self._tags.empty():
+            served = self._tags.get()
+            self._calls[served] = self._calls.get(served, 0) + 1
+        return self._calls.get(tag, 0)
 
     def stop(self) -> None:
         self._stop.set()
@@ -231,6 +243,52 @@ def daphne_command(app: str, port: int) -> list[str]:
     return [sys.executable, "-m", "daphne", "--verbosity", "0", "-b", "127.0.0.1", "-p", str(port), app]
 
 
+# --- Postgres connections, sampled ----------------------------------------------------------------
+
+
+class ConnectionSampler:
+    """Samples `pg_stat_activity` every `interval` seconds in a thread of its own: the largest
+    number of connections each application name (Clarion names a process's `clarion-<pid>`) held
+    on the watched databases since the last `reset`, and the largest total."""
+
+    def __init__(self, conninfo: str, databases: list[str], interval: float = 0.02) -> None:
+        import threading
+
+        self.conninfo, self.databases, self.interval = conninfo, databases, interval
+        self.by_name: dict[str, int] = {}
+        self.total = 0
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pg-sampler", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            while not self._stop.wait(self.interval):
+                rows = conn.execute(
+                    "SELECT coalesce(application_name, ''), count(*) FROM pg_stat_activity "
+                    "WHERE datname = ANY(%s) AND pid <> pg_backend_pid() AND application_name <> %s GROUP BY 1",
+                    [self.databases, f"clarion-{os.getpid()}"],  # not this process's own (its Django set-up)
+                ).fetchall()
+                for name, count in rows:
+                    self.by_name[name] = max(self.by_name.get(name, 0), count)
+                self.total = max(self.total, sum(count for _, count in rows))
+                self.samples += 1
+
+    def reset(self) -> None:
+        self.by_name, self.total, self.samples = {}, 0, 0
+
+    def largest(self, prefix: str) -> int:
+        """The most connections one process whose application name starts with `prefix` held."""
+        return max((count for name, count in self.by_name.items() if name.startswith(prefix)), default=0)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
 # --- the client driver -------------------------------------------------------------------------
 
 
@@ -238,16 +296,22 @@ def daphne_command(app: str, port: int) -> list[str]:
 class Client:
     tag: str
     url: str  # ws://127.0.0.1:<port>/...
+    page_url: str = ""  # the page a browser loads before it opens the websocket, if any
     headers: dict[str, str] = field(default_factory=dict)
+    csrf_token: str = ""
     question_id: str | None = None
+    group_id: str | None = None
     question_ids: set[str] = field(default_factory=set)
     card_at: float | None = None
     answered_at: float | None = None
-    receipt_at: float | None = None
-    stream_at: float | None = None
+    receipt_at: float | None = None  # the receipt on the page: the answer's response or its frame, the first
+    response_at: float | None = None  # the answer's HTTP response, when it is a request
+    ws_receipt_at: float | None = None  # the receipt frame on the websocket
+    text_at: float | None = None  # the first frame with reply text
     saved_at: float | None = None
     saved_frames: int = 0
     errors: list[str] = field(default_factory=list)
+    http_errors: list[str] = field(default_factory=list)
 
     @property
     def final_text(self) -> str:
@@ -255,16 +319,22 @@ class Client:
 
 
 class Dialect(Protocol):
-    """How one system's frames look. `observe` reads one received frame and returns what it shows
-    for this client: ("card", question id), ("receipt",), ("stream",), ("saved",), ("error", text)."""
+    """How one system is driven and how its frames look. `observe` reads one received frame and
+    returns what it shows for this client: ("card", question id, group id), ("receipt",) (the
+    receipt frame),
+    ("text",), ("saved",), ("error", text). `load_page` does what a browser does before it opens
+    the websocket (nothing, for a system without pages); `answer` sends the answer the way the
+    system's own client does."""
 
     name: str
 
     def ask_frame(self, client: Client) -> str: ...
 
-    def answer_frame(self, client: Client) -> str: ...
-
     def observe(self, client: Client, frame: str) -> list[tuple[str, ...]]: ...
+
+    async def load_page(self, session: Session, client: Client) -> None: ...
+
+    async def answer(self, session: Session, client: Client) -> None: ...
 
 
 def record(client: Client, events: list[tuple[str, ...]], now: float) -> None:
@@ -273,19 +343,20 @@ def record(client: Client, events: list[tuple[str, ...]], now: float) -> None:
         if kind == "card":
             client.question_ids.add(event[1])
             if client.question_id is None:
-                client.question_id, client.card_at = event[1], now
+                client.question_id, client.group_id, client.card_at = event[1], event[2], now
         elif kind == "error":
             client.errors.append(event[1])
         elif client.answered_at is None:
-            continue  # receipt/stream/saved only count after this client's answer
-        elif kind == "receipt":
+            continue  # receipt/text/saved only count after this client's answer
+        elif kind == "receipt":  # on the websocket: the page shows it when it comes
+            client.ws_receipt_at = client.ws_receipt_at or now
             client.receipt_at = client.receipt_at or now
-        elif kind == "stream":
-            client.stream_at = client.stream_at or now
+        elif kind == "text":
+            client.text_at = client.text_at or now
         elif kind == "saved":
             client.saved_frames += 1
             client.saved_at = client.saved_at or now
-            client.stream_at = client.stream_at or now  # a reply that arrived whole started then
+            client.text_at = client.text_at or now  # a reply that arrived whole started then
 
 
 @dataclass
@@ -301,11 +372,14 @@ class Measured:
     answer_seconds: float = 0.0
     server_cpu_seconds: float = 0.0
     client_cpu_seconds: float = 0.0
-    model_requests: int = 0
+    model_calls: int = 0  # of these clients, asking and answering: 2 each when nothing is lost or doubled
     stages: dict[str, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    http_errors: list[str] = field(default_factory=list)
     memory: dict[str, float] = field(default_factory=dict)
     connect_retries: int = 0  # of the whole session, on its last step
+    connections: int = 0  # the most Postgres connections one server process held during the step
+    connections_total: int = 0  # the most held by all of the system's processes together
 
     @property
     def lost(self) -> int:
@@ -334,15 +408,33 @@ class Connection:
 
 
 class Session:
-    """Websocket clients against one system, driven step by step: `connect` them, let some `ask`
-    (each sends its message and waits for its question), let some `answer` (all at once or paced,
-    open loop) and measure that step. Questions asked and not yet answered stay pending across
-    steps, which is how a paced step runs "with 500 pending". Every wait is bounded by `wait`."""
+    """Clients against one system, driven step by step: `connect` them (each loads its page
+    first, if the system has pages, then opens its websocket), let some `ask` (each sends its
+    message and waits for its question), let some `answer` (all at once or paced, open loop) and
+    measure that step. Questions asked and not yet answered stay pending across steps, which is
+    how a paced step runs "with 500 pending". Every wait is bounded by `wait`."""
 
-    def __init__(self, *, dialect: Dialect, servers: list[ServerProcess], model: ModelProcess, wait: float, label: str) -> None:
+    def __init__(
+        self,
+        *,
+        dialect: Dialect,
+        servers: list[ServerProcess],
+        model: ModelProcess,
+        wait: float,
+        label: str,
+        sampler: ConnectionSampler | None = None,
+        connection_prefix: str = "",
+    ) -> None:
+        import httpx
+
         self.dialect, self.servers, self.model, self.wait, self.label = dialect, servers, model, wait, label
+        self.sampler, self.connection_prefix = sampler, connection_prefix
         self.connections: dict[str, Connection] = {}
         self.connect_retries = 0
+        # One HTTP connection per client at most, as each client is a browser of its own.
+        self.http = httpx.AsyncClient(
+            timeout=httpx.Timeout(wait), limits=httpx.Limits(max_connections=None, max_keepalive_connections=None)
+        )
 
     def rss_kib(self) -> int:
         return sum(rss_kib(server.pid) for server in self.servers)
@@ -355,16 +447,22 @@ class Session:
         return sum(1 for c in self.connections.values() if c.client.question_id and c.client.answered_at is None)
 
     async def connect(self, clients: list[Client], concurrency: int = 20) -> None:
-        """Open the clients' websockets, `concurrency` handshakes at a time. A handshake the
-        server drops (Daphne closes one its application has not accepted within 5 s, which a
-        saturated server can miss) is retried after a pause, as a browser reconnects; the retries
-        are counted, and a client that never connects is lost."""
+        """Each client loads its page, then opens its websocket; `concurrency` at a time. A
+        handshake the server drops (Daphne closes one its application has not accepted within
+        5 s, which a saturated server can miss) is retried after a pause, as a browser
+        reconnects; the retries are counted, and a client that never connects is lost."""
         from websockets.asyncio.client import connect
 
         slots = asyncio.Semaphore(concurrency)
 
         async def one(client: Client) -> None:
             origin = "http://" + client.url.split("://", 1)[1].split("/", 1)[0]
+            async with slots:
+                try:
+                    await self.dialect.load_page(self, client)
+                except Exception as exc:
+                    client.http_errors.append(f"page: {type(exc).__name__}: {exc}")
+                    return
             for attempt in range(5):
                 try:
                     async with slots:
@@ -382,6 +480,9 @@ class Session:
             self.connections[client.tag] = connection
 
         await asyncio.gather(*(one(c) for c in clients))
+
+    async def send(self, client: Client, frame: str) -> None:
+        await self.connections[client.tag].ws.send(frame)
 
     async def _read(self, connection: Connection) -> None:
         client = connection.client
@@ -428,17 +529,22 @@ class Session:
 
     async def answer(self, clients: list[Client], *, rate: float = 0.0) -> Measured:
         """The clients answer their question — all at once, or client i at i/rate s — and the
-        step waits for every saved reply. Server CPU is read over this step only."""
+        step waits for every saved reply. Server CPU and Postgres connections are read over this
+        step only."""
         ready = [c for c in clients if c.question_id and c.tag in self.connections]
         result = Measured(clients=len(clients), rate=rate, pending=self.pending, cards_missing=len(clients) - len(ready))
-        requests_before = self.model.requests
+        if self.sampler:
+            self.sampler.reset()
         cpu_before, client_cpu_before = self.cpu_seconds(), time.process_time()
         start = time.perf_counter() + 0.1
 
         async def one(i: int, client: Client) -> None:
             await asyncio.sleep(max(0.0, start + (i / rate if rate else 0.0) - time.perf_counter()))
             client.answered_at = time.perf_counter()
-            await self.connections[client.tag].ws.send(self.dialect.answer_frame(client))
+            try:
+                await self.dialect.answer(self, client)
+            except Exception as exc:  # no response at all is an HTTP error too
+                client.http_errors.append(f"answer: {type(exc).__name__}: {exc}")
 
         await asyncio.gather(*(one(i, c) for i, c in enumerate(ready)))
         result.saved_missing = await self._all([self.connections[c.tag].done for c in ready], "saved replies")
@@ -447,14 +553,18 @@ class Session:
         result.server_cpu_seconds = self.cpu_seconds() - cpu_before
         result.client_cpu_seconds = time.process_time() - client_cpu_before
         await asyncio.sleep(1.0)  # a doubled continuation would arrive now
-        result.model_requests = self.model.requests - requests_before
+        result.model_calls = sum(self.model.calls(c.tag) for c in clients)
+        if self.sampler:
+            result.connections = self.sampler.largest(self.connection_prefix)
+            result.connections_total = self.sampler.total
 
         def ms(attr: str) -> list[float]:
             return [(getattr(c, attr) - c.answered_at) * 1000 for c in ready if c.answered_at and getattr(c, attr)]
 
-        result.stages = {"receipt": ms("receipt_at"), "stream": ms("stream_at"), "saved": ms("saved_at")}
+        result.stages = {name: ms(f"{name}_at") for name in ("receipt", "response", "ws_receipt", "text", "saved")}
         result.doubled = sum(1 for c in clients if c.saved_frames > 1 or len(c.question_ids) > 1)
         result.errors = [e for c in clients for e in c.errors]
+        result.http_errors = [e for c in clients for e in c.http_errors]
         return result
 
     async def close(self) -> int:
@@ -468,4 +578,5 @@ class Session:
 
         await asyncio.gather(*(one(c) for c in self.connections.values()), return_exceptions=True)
         self.connections = {}
+        await self.http.aclose()
         return doubled

@@ -1,35 +1,38 @@
 """The durable anchor for `bench/answer_path.py`: LangGraph asks with `interrupt()`, the answer
 resumes the run with `Command(resume=...)` through `AsyncPostgresSaver`, and the model's reply
-streams back over a websocket. Bench-only: it needs the `bench` extra (langgraph-checkpoint-postgres).
+streams back over a websocket. Bench-only: it needs the bench lock (langgraph-checkpoint-postgres).
 
     ANCHOR_DATABASE_URL=postgresql://postgres@127.0.0.1:5432/clarion_bench_anchor \\
     ANCHOR_MODEL_URL=http://127.0.0.1:PORT/v1 \\
-        python -m daphne -b 127.0.0.1 -p 8001 bench.anchors.langgraph_server:application
+        python bench/anchors/langgraph_server.py --port 8001
 
-It is served by Daphne, as Clarion is, and the model is the same zero-delay fake
-OpenAI-compatible server reached through the same `openai` SDK, streamed. The graph is the
-canonical human-in-the-loop shape: `agent` calls the model; a tool call routes to `ask`, whose
-`interrupt()` ends the run with the question stored in the checkpoint; the answer is checked
-against the stored interrupt (read back from Postgres, so any process could take it), then
-`Command(resume=label)` re-enters `ask`, which appends the tool result, and `agent` streams the
-reply. The checkpointer's connections come from a psycopg-pool pool (`ANCHOR_POOL_SIZE`).
+Built the way LangGraph's human-in-the-loop documentation shows it, served the plain way: a
+`websockets` server (no ASGI server in front), one compiled graph per process whose checkpointer
+takes its connections from a psycopg-pool pool (`ANCHOR_POOL_SIZE`). The graph: `agent` calls the
+model (the same zero-delay fake OpenAI-compatible server as Clarion's, through the same `openai`
+SDK, streamed); a tool call routes to `ask`, whose `interrupt()` ends the run with the question
+stored in the checkpoint; an answer resumes the thread with `Command(resume=<option index>)` — no
+state is read before it — and `ask` validates the index itself (an invalid one asks again, as the
+documentation's validation loop does), appends the tool result, and `agent` streams the reply.
 
-Protocol, JSON text frames on ws://HOST/ws/<thread id>/:
+Protocol, JSON text frames on ws://HOST:PORT/ws/<thread id>/:
   client → {"action": "send_message", "message": "..."}          starts a run
   server → {"type": "question", "id": "<interrupt id>", "question": ..., "options": [...]}
   client → {"action": "answer", "question_id": "<interrupt id>", "option": <index>}
-  server → {"type": "receipt", "question_id": ..., "answer": "<label>"}  resume accepted (durably)
+  server → {"type": "receipt", "answer": "<label>"}               the resume was taken (durably)
   server → {"type": "stream_started"} as a model call starts, {"type": "delta", "text": ...} per chunk
   server → {"type": "saved", "text": "<whole reply>"}             run finished, checkpoint written
-  server → {"type": "error", "message": ...}                      bad frame / stale answer; socket stays up
+  server → {"type": "error", "message": ...}                      bad frame; socket stays up
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import operator
 import os
+import signal
 from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
@@ -39,6 +42,8 @@ from langgraph.types import Command, interrupt
 from openai import AsyncOpenAI
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
 
 ASK_USER_TOOL = {
     "type": "function",
@@ -72,22 +77,14 @@ class State(TypedDict):
     messages: Annotated[list[dict[str, Any]], operator.add]
 
 
-_model: AsyncOpenAI | None = None
-
-
-def model() -> AsyncOpenAI:
-    global _model
-    if _model is None:
-        _model = AsyncOpenAI(base_url=os.environ["ANCHOR_MODEL_URL"], api_key="sk-bench", max_retries=0, timeout=60)
-    return _model
+model = AsyncOpenAI(base_url=os.environ["ANCHOR_MODEL_URL"], api_key="sk-bench", max_retries=0, timeout=60)
 
 
 async def agent(state: State) -> dict:
-    """One model call, streamed: the reply bubble opens before the call (as Clarion's does), then
-    text deltas go to the client as they arrive."""
+    """One model call, streamed: text deltas go to the client as they arrive."""
     write = get_stream_writer()
     write({"type": "stream_started"})
-    stream = await model().chat.completions.create(model="fake-model", messages=state["messages"], tools=[ASK_USER_TOOL], stream=True)
+    stream = await model.chat.completions.create(model="fake-model", messages=state["messages"], tools=[ASK_USER_TOOL], stream=True)
     text: list[str] = []
     calls: dict[int, dict[str, str]] = {}
     async for chunk in stream:
@@ -116,17 +113,22 @@ def after_agent(state: State) -> str:
     return "ask" if state["messages"][-1].get("tool_calls") else END
 
 
-async def ask(state: State) -> dict:
+def ask(state: State) -> dict:
     call = state["messages"][-1]["tool_calls"][0]
     questions = json.loads(call["function"]["arguments"])["questions"]
-    label = interrupt({"tool_call_id": call["id"], "questions": questions})
-    # Reached only on resume, after the resume value was written through the checkpointer.
-    get_stream_writer()({"type": "receipt", "answer": label})
-    result = {"answers": [{"question": questions[0]["question"], "answers": [label]}]}
+    options = [o["label"] for o in questions[0]["options"]]
+    prompt: dict[str, Any] = {"tool_call_id": call["id"], "questions": questions}
+    while True:  # the documentation's validation loop: an invalid answer asks again
+        choice = interrupt(prompt)
+        if isinstance(choice, int) and 0 <= choice < len(options):
+            break
+        prompt = {**prompt, "error": f"Pick an option from 0 to {len(options) - 1}."}
+    get_stream_writer()({"type": "receipt", "answer": options[choice]})
+    result = {"answers": [{"question": questions[0]["question"], "answers": [options[choice]]}]}
     return {"messages": [{"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}]}
 
 
-def build_graph():
+def build_graph() -> StateGraph:
     builder = StateGraph(State)
     builder.add_node("agent", agent)
     builder.add_node("ask", ask)
@@ -136,137 +138,92 @@ def build_graph():
     return builder
 
 
-_graph = None
-_graph_lock = asyncio.Lock()
+async def run(graph, thread_id: str, run_input, send) -> None:
+    """One run of the thread, its frames sent as they come; the question (or the whole reply) is
+    sent once the run ended, i.e. once its checkpoint is written."""
+    config = {"configurable": {"thread_id": thread_id}}
+    text: list[str] = []
+    pending = None
+    async for mode, chunk in graph.astream(run_input, config, stream_mode=["custom", "updates"]):
+        if mode == "custom":
+            if chunk["type"] == "delta":
+                text.append(chunk["text"])
+            await send(chunk)
+        elif "__interrupt__" in chunk:
+            pending = chunk["__interrupt__"][0]
+    if pending is not None:
+        question = pending.value["questions"][0]
+        await send({"type": "question", "id": pending.id, "question": question["question"],
+                    "options": [o["label"] for o in question["options"]]})  # fmt: skip
+    else:
+        await send({"type": "saved", "text": "".join(text)})
 
 
-async def graph():
-    """Compiled once per process, on first use (Daphne has no lifespan events)."""
-    global _graph
-    if _graph is None:
-        async with _graph_lock:
-            if _graph is None:
-                pool = AsyncConnectionPool(
-                    os.environ["ANCHOR_DATABASE_URL"],
-                    min_size=2,
-                    max_size=int(os.environ.get("ANCHOR_POOL_SIZE", "10")),
-                    kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-                    open=False,
-                )
-                await pool.open(wait=True, timeout=30)
-                saver = AsyncPostgresSaver(pool)
-                await saver.setup()
-                _graph = build_graph().compile(checkpointer=saver)
-    return _graph
+def handler(graph):
+    async def serve_thread(ws: ServerConnection) -> None:
+        parts = [p for p in (ws.request.path if ws.request else "").split("/") if p]
+        if len(parts) != 2 or parts[0] != "ws":
+            await ws.close(4404)
+            return
+        thread_id = parts[1]
+        busy = asyncio.Lock()  # one run at a time per thread
+        tasks: set[asyncio.Task] = set()
 
-
-# --- the websocket endpoint ---------------------------------------------------------------------
-
-
-class Session:
-    def __init__(self, thread_id: str, send) -> None:
-        self.thread_id = thread_id
-        self._send = send
-        self.config = {"configurable": {"thread_id": thread_id}}
-        self.busy = asyncio.Lock()  # one run at a time per thread in this process
-        self.open = True
-        self._answered = ""
-
-    async def send(self, frame: dict) -> None:
-        if self.open:
+        async def send(frame: dict) -> None:
             try:
-                await self._send({"type": "websocket.send", "text": json.dumps(frame)})
-            except Exception:  # the client went away; the run itself still completes
-                self.open = False
+                await ws.send(json.dumps(frame))
+            except ConnectionClosed:
+                pass  # the client went away; the run itself still completes
 
-    async def run(self, run_input) -> None:
-        compiled = await graph()
-        text: list[str] = []
-        pending = None
-        async for mode, chunk in compiled.astream(run_input, self.config, stream_mode=["custom", "updates"]):
-            if mode == "custom":
-                if chunk["type"] == "delta":
-                    text.append(chunk["text"])
-                elif chunk["type"] == "receipt":
-                    chunk = {**chunk, "question_id": self._answered}
-                await self.send(chunk)
-            elif "__interrupt__" in chunk:
-                pending = chunk["__interrupt__"][0]
-        # The run has ended, so its last checkpoint is written: the question (or the reply) is
-        # durable before the client sees it, and an answer can be checked against it.
-        if pending is not None:
-            question = pending.value["questions"][0]
-            await self.send({"type": "question", "id": pending.id, "question": question["question"],
-                             "options": [o["label"] for o in question["options"]]})  # fmt: skip
-        else:
-            await self.send({"type": "saved", "text": "".join(text)})
+        async def guarded(run_input) -> None:
+            try:
+                async with busy:
+                    await run(graph, thread_id, run_input, send)
+            except Exception as exc:  # visible to the client, never a silent hang
+                await send({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
 
-    async def send_message(self, message: str) -> None:
-        async with self.busy:
-            await self.run({"messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": message}]})
+        async for raw in ws:
+            try:
+                frame = json.loads(raw)
+                if frame["action"] == "send_message":
+                    run_input: Any = {
+                        "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": str(frame["message"])}]
+                    }
+                elif frame["action"] == "answer":
+                    run_input = Command(resume=frame["option"])
+                else:
+                    raise ValueError(f"unknown action {frame['action']!r}")
+            except (ValueError, KeyError, TypeError) as exc:
+                await send({"type": "error", "message": f"malformed frame: {exc}"})
+                continue
+            task = asyncio.create_task(guarded(run_input))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        if tasks:  # let running turns finish (they are durable either way)
+            await asyncio.wait(tasks, timeout=60)
 
-    async def answer(self, question_id: str, option: int) -> None:
-        async with self.busy:
-            compiled = await graph()
-            snapshot = await compiled.aget_state(self.config)
-            pending = next((i for i in snapshot.interrupts if i.id == question_id), None)
-            if pending is None:
-                await self.send({"type": "error", "message": "This question was already answered."})
-                return
-            options = pending.value["questions"][0]["options"]
-            if not 0 <= option < len(options):
-                await self.send({"type": "error", "message": f"Option {option} is out of range."})
-                return
-            self._answered = question_id
-            await self.run(Command(resume=options[option]["label"]))
+    return serve_thread
 
 
-async def websocket(scope, receive, send) -> None:
-    parts = [p for p in scope["path"].split("/") if p]
-    if len(parts) != 2 or parts[0] != "ws":
-        await send({"type": "websocket.close", "code": 4404})
-        return
-    message = await receive()
-    if message["type"] != "websocket.connect":
-        return
-    await send({"type": "websocket.accept"})
-    session = Session(parts[1], send)
-    tasks: set[asyncio.Task] = set()
-
-    async def guarded(coro) -> None:
-        try:
-            await coro
-        except Exception as exc:  # visible to the client, never a silent hang
-            await session.send({"type": "error", "message": f"{type(exc).__name__}: {exc}"})
-
-    while True:
-        message = await receive()
-        if message["type"] == "websocket.disconnect":
-            session.open = False
-            break
-        try:
-            frame = json.loads(message.get("text") or "")
-            action = frame["action"]
-            if action == "send_message":
-                coro = session.send_message(str(frame["message"]))
-            elif action == "answer":
-                coro = session.answer(str(frame["question_id"]), int(frame["option"]))
-            else:
-                raise ValueError(f"unknown action {action!r}")
-        except (ValueError, KeyError, TypeError) as exc:
-            await session.send({"type": "error", "message": f"malformed frame: {exc}"})
-            continue
-        task = asyncio.ensure_future(guarded(coro))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:  # let running turns finish (they are durable either way)
-        await asyncio.wait(tasks, timeout=60)
+async def main(port: int) -> None:
+    async with AsyncConnectionPool(
+        os.environ["ANCHOR_DATABASE_URL"],
+        min_size=2,
+        max_size=int(os.environ.get("ANCHOR_POOL_SIZE", "10")),
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        open=False,
+    ) as pool:
+        saver = AsyncPostgresSaver(pool)
+        await saver.setup()
+        graph = build_graph().compile(checkpointer=saver)
+        stop = asyncio.get_running_loop().create_future()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            asyncio.get_running_loop().add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
+        async with serve(handler(graph), "127.0.0.1", port, compression=None, ping_interval=None, max_queue=None):
+            await stop
 
 
-async def application(scope, receive, send) -> None:
-    if scope["type"] == "websocket":
-        await websocket(scope, receive, send)
-    elif scope["type"] == "http":
-        body = b"langgraph anchor: websocket at /ws/<thread id>/\n"
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
-        await send({"type": "http.response.body", "body": body})
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="LangGraph + AsyncPostgresSaver behind a plain websockets server")
+    parser.add_argument("--port", type=int, required=True)
+    asyncio.run(main(parser.parse_args().port))
