@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import Count, Model, QuerySet
+from django.db.models import Model, QuerySet
 
 from project.users import User
+from workspace import sql
 from workspace.models import Note, Project, Task, note_search_vector
 
 T = TypeVar("T")
@@ -134,28 +135,17 @@ def projects_for_user(*, user: User, include_archived: bool = True) -> list[Proj
 
 
 def project_stats_for_user(*, user: User) -> list[ProjectStats]:
-    """Every project of the user with its task counts by status and its note count: two queries."""
-    counts: dict[int | None, dict[str, int]] = {}
-    rows = Task.objects.filter(owner=user).order_by().values_list("project_id", "status").annotate(n=Count("id"))
-    for project_id, status, n in rows:
-        counts.setdefault(project_id, dict.fromkeys(Task.Status.values, 0))[status] = n
-    projects = Project.objects.filter(owner=user).annotate(note_count=Count("notes")).order_by("archived", "name", "id")
-    empty = dict.fromkeys(Task.Status.values, 0)
+    """Every project of the user, archived last, with its task counts by status and its note count."""
     return [
         ProjectStats(
-            project=p,
-            todo=counts.get(p.pk, empty)[Task.Status.TODO],
-            in_progress=counts.get(p.pk, empty)[Task.Status.IN_PROGRESS],
-            completed=counts.get(p.pk, empty)[Task.Status.COMPLETED],
-            notes=p.note_count,
+            project=Project(id=r.id, owner=user, name=r.name, description=r.description, archived=r.archived),
+            todo=r.todo,
+            in_progress=r.in_progress,
+            completed=r.completed,
+            notes=r.notes,
         )
-        for p in projects
+        for r in sql.projects(owner_id=user.pk)
     ]
-
-
-def task_status_counts(*, user: User) -> dict[str, int]:
-    counts = dict(Task.objects.filter(owner=user).order_by().values("status").annotate(n=Count("id")).values_list("status", "n"))
-    return {status: counts.get(status, 0) for status in Task.Status.values}
 
 
 @dataclass(frozen=True)
@@ -203,34 +193,22 @@ SNAPSHOT_NOTES = 15
 
 def snapshot_for_user(*, user: User) -> Snapshot:
     """What every turn starts with: the newest to-do and in-progress tasks, the completed count,
-    the newest notes and every project with its counts."""
+    the newest notes and every project with its counts — one statement."""
+    rows = sql.snapshot(owner_id=user.pk, todo=SNAPSHOT_TODO, in_progress=SNAPSHOT_IN_PROGRESS, notes=SNAPSHOT_NOTES)
 
-    def first_tasks(status: str, limit: int) -> list[SnapshotTask]:
-        tasks = Task.objects.filter(owner=user, status=status).select_related("project").order_by("-created_at", "-id")[:limit]
-        return [
-            SnapshotTask(
-                pk=t.pk, title=t.title, priority=t.priority, due_date=t.due_date, project_id=t.project_id,
-                project_name=t.project.name if t.project else "",
-            )
-            for t in tasks
-        ]  # fmt: skip
+    def tasks(found: list[sql.TaskRow]) -> list[SnapshotTask]:
+        return [SnapshotTask(pk=t.id, title=t.title, priority=t.priority, due_date=t.due_date, project_id=t.project_id,
+                             project_name=t.project_name) for t in found]  # fmt: skip
 
-    notes = Note.objects.filter(owner=user).order_by("-updated_at", "-id").values_list("pk", "title")[:SNAPSHOT_NOTES]
     return Snapshot(
-        todo=first_tasks(Task.Status.TODO, SNAPSHOT_TODO),
-        in_progress=first_tasks(Task.Status.IN_PROGRESS, SNAPSHOT_IN_PROGRESS),
-        completed_count=task_status_counts(user=user)[Task.Status.COMPLETED],
-        notes=[SnapshotNote(pk=pk, title=title) for pk, title in notes],
+        todo=tasks(rows.todo),
+        in_progress=tasks(rows.in_progress),
+        completed_count=rows.completed_count,
+        notes=[SnapshotNote(pk=pk, title=title) for pk, title in rows.notes],
         projects=[
             SnapshotProject(
-                pk=s.project.pk,
-                name=s.project.name,
-                archived=s.project.archived,
-                todo=s.todo,
-                in_progress=s.in_progress,
-                completed=s.completed,
-                notes=s.notes,
+                pk=p.id, name=p.name, archived=p.archived, todo=p.todo, in_progress=p.in_progress, completed=p.completed, notes=p.notes
             )
-            for s in project_stats_for_user(user=user)
+            for p in rows.projects
         ],  # fmt: skip
     )

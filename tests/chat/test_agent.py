@@ -282,8 +282,8 @@ def test_a_turn_reads_its_context_in_a_fixed_number_of_statements(workspace, ali
         conversation_id=conversation.pk, in_reply_to_id=first.pk, content="Two tasks.", tool_calls=[], metadata={}
     )
     services.post_user_message(user=alice, conversation_id=conversation.pk, content="and in Atlas?")
-    # The conversation with its owner, the configuration, the history, the snapshot's six.
-    with django_assert_num_queries(9):
+    # The conversation with its owner, the configuration, the history, the snapshot.
+    with django_assert_num_queries(4):
         ctx = selectors.turn_context(conversation_id=conversation.pk, history_limit=50)
     assert ctx.owner == alice and ctx.owner.username == "alice"
     assert ctx.group_name == conversation.group_name and ctx.request_text == "and in Atlas?"
