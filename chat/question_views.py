@@ -1,9 +1,9 @@
 """HTTP endpoints of question cards: answer, pause, resume, expire. Work without the websocket.
 
 Thin: parse the form → chat.answering → the group's card (an answer's and an expiry's: the card
-their resolution rendered for every tab). Another user's question is a
-404; a question already resolved returns its resolved card with 409 (the loser of a double
-click or a race with the deadline sees the receipt, not an error page).
+their resolution rendered for every tab). Another user's (or no) question is a 404; a question
+already resolved returns its resolved card with 409 (the loser of a double click or a race with
+the deadline sees the receipt, not an error page).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 import uuid
-from typing import Any, Callable, Coroutine, cast
+from typing import Any, Callable, Coroutine
 
 from channels.db import database_sync_to_async
 from django.http import Http404, HttpResponse, QueryDict
@@ -34,29 +34,53 @@ async def _card_response(group_id: uuid.UUID, *, status: int = 200, error: str =
     return HttpResponse(await database_sync_to_async(render)(), status=status)
 
 
+def _signed_in(request: AuthenticatedHttpRequest) -> User:
+    return request.user  # LoginRequiredMiddleware let only a signed-in person through
+
+
+async def _acting_user(request: AuthenticatedHttpRequest) -> User:
+    """The signed-in person, read in a database hop that gives its connection back: the
+    middleware loaded them in this request's thread, whose connection is otherwise kept until
+    the response, and a burst of answers waiting on the resolution that needs one would hold
+    the whole pool."""
+    return await database_sync_to_async(_signed_in)(request)
+
+
+async def _error_response(exc: Exception, group_id: uuid.UUID) -> HttpResponse:
+    """The one place these endpoints turn errors into responses: a question already resolved
+    returns its resolved card (409); anything else the person can fix returns the card with the
+    message (its status, e.g. 422)."""
+    if isinstance(exc, questions.AlreadyResolved):
+        return await _card_response(group_id, status=409)
+    if isinstance(exc, ClarionError):
+        return await _card_response(group_id, status=exc.status, error=exc.message)
+    if isinstance(exc, ValidationError):
+        return await _card_response(group_id, status=422, error=_first_error(exc))
+    raise exc
+
+
+async def _question(user: User, question_id: uuid.UUID) -> PendingQuestion:
+    """The person's question; another user's (or none) is a 404."""
+    try:
+        return await database_sync_to_async(question_selectors.question_for_user)(user=user, question_id=question_id)
+    except questions.QuestionNotFound:
+        raise Http404("No such question") from None
+
+
 def card_errors(
     view: Callable[[AuthenticatedHttpRequest, User, PendingQuestion], Coroutine[Any, Any, HttpResponse]],
 ) -> Callable[[AuthenticatedHttpRequest, uuid.UUID], Coroutine[Any, Any, HttpResponse]]:
-    """The one place these endpoints turn errors into responses: another user's (or no) question
-    is a 404; a question already resolved returns its resolved card (409); anything else the
-    person can fix returns the card with the message (its status, e.g. 422)."""
+    """For the endpoints that need the question first: it is read (404 when it is not the
+    person's), and the view's errors become the card's responses."""
 
     @functools.wraps(view)
     async def wrapped(request: AuthenticatedHttpRequest, question_id: uuid.UUID) -> HttpResponse:
-        # LoginRequiredMiddleware let only a signed-in person through; `auser` is typed for any request.
-        user = cast(User, await request.auser())
-        try:
-            question = await database_sync_to_async(question_selectors.question_for_user)(user=user, question_id=question_id)
-        except questions.QuestionNotFound:
-            raise Http404("No such question") from None
+        user = await _acting_user(request)
+        question = await _question(user, question_id)
         try:
             return await view(request, user, question)
-        except questions.AlreadyResolved:
-            return await _card_response(question.group_id, status=409)
-        except ClarionError as exc:
-            return await _card_response(question.group_id, status=exc.status, error=exc.message)
-        except ValidationError as exc:
-            return await _card_response(question.group_id, status=422, error=_first_error(exc))
+        except (ClarionError, ValidationError) as exc:
+            return await _error_response(exc, question.group_id)
 
     return wrapped
 
@@ -97,10 +121,20 @@ def _index(value: str, *, error: str = "Pick an option from the list.") -> int:
 
 
 @require_POST
-@card_errors
-async def answer(request: AuthenticatedHttpRequest, user: User, question: PendingQuestion) -> HttpResponse:
-    answer_input = parse_answer_form(request.POST)
-    receipt = await answering.submit_answer(user=user, question_id=question.pk, answer=answer_input, via=PendingQuestion.ResolvedVia.OPTION)
+async def answer(request: AuthenticatedHttpRequest, question_id: uuid.UUID) -> HttpResponse:
+    """The question is not read first: resolving it checks that it is the person's. On success
+    the response is the card its resolution rendered; an error reads the question for its card."""
+    user = await _acting_user(request)
+    try:
+        answer_input = parse_answer_form(request.POST)
+        receipt = await answering.submit_answer(
+            user=user, question_id=question_id, answer=answer_input, via=PendingQuestion.ResolvedVia.OPTION
+        )
+    except questions.QuestionNotFound:
+        raise Http404("No such question") from None
+    except (ClarionError, ValidationError) as exc:
+        question = await _question(user, question_id)
+        return await _error_response(exc, question.group_id)
     return HttpResponse(receipt.card)
 
 

@@ -147,6 +147,52 @@ def test_a_flood_of_clients_stays_within_the_pool_and_a_login_works_at_once(smal
     assert time.monotonic() - started < 10
 
 
+def post_answer(base: str, question_id: object, cookies: dict[str, str]) -> int:
+    """The card's option button, as htmx posts it: the session and CSRF cookies, the token in a header."""
+    request = urllib.request.Request(
+        f"{base}/chat/questions/{question_id}/answer/",
+        data=b"option=1",
+        headers={
+            "Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items()),
+            "X-CSRFToken": cookies["csrftoken"],
+            "Origin": base,
+            "HX-Request": "true",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_burst_of_answers_larger_than_the_pool_gets_every_receipt(make_user, settings):
+    """Each answer's request gives back the connection its sign-in check used before it waits for
+    the resolution, which needs one: 40 answers at once through a pool of 4 all succeed, none
+    waits out the pool's timeout (a 503) for a connection another waiting answer holds."""
+    from django.contrib.auth import get_user_model
+
+    from questions.models import PendingQuestion
+    from tests.questions.test_answer_endpoints import make_group
+
+    settings.QUESTIONS_MAX_PENDING_PER_USER = 50
+    make_user("alice", password=PASSWORD)
+    alice = get_user_model().objects.get(username="alice")
+    questions = [make_group(alice).questions.get() for _ in range(40)]
+    server = DaphneServer(
+        database_name=connection.settings_dict["NAME"],
+        extra_env={"DATABASE_POOL_MAX_SIZE": str(POOL), "DATABASE_POOL_TIMEOUT_SECONDS": "10"},
+    ).start()
+    try:
+        cookies = log_in(server.url)
+        with ThreadPoolExecutor(max_workers=len(questions)) as clients:
+            statuses = list(clients.map(lambda q: post_answer(server.url, q.pk, cookies), questions))
+    finally:
+        server.stop()
+    assert statuses == [200] * len(questions), statuses
+    assert PendingQuestion.objects.filter(pk__in=[q.pk for q in questions], status="answered").count() == len(questions)
+
+
 def test_clarion_serves_again_by_itself_after_postgres_drops_every_connection(small_pool_server):
     base = small_pool_server.url
     cookies = log_in(base)
