@@ -519,7 +519,7 @@ def parse_args():
     parser.add_argument("--paced-answers", type=int, default=100, help="answers per paced step")
     parser.add_argument("--systems", default="clarion1,clarion2,anchor", help="any of clarion1, clarion2, anchor")
     parser.add_argument("--ask-concurrency", type=int, default=25, help="messages in flight during the ask phase")
-    parser.add_argument("--wait", type=float, default=900, help="how long a phase waits for its last client, seconds")
+    parser.add_argument("--wait", type=float, default=300, help="how long a phase waits for its last client, seconds")
     parser.add_argument("--timeout", type=float, default=5400, help="cap on the whole run, seconds")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
     parser.add_argument("--anchor-pool-size", type=int, default=10, help="the anchor's Postgres pool (max connections)")
@@ -587,7 +587,7 @@ def main() -> int:
     from knowledge.models import AIConfig
 
     AIConfig.objects.update_or_create(singleton=True, defaults={"ask_timeout_seconds": 86400})
-    users = prepare_users(max(1, -(-largest // 10)))  # ≤ 10 pending questions per user
+    users = prepare_users(max(1, -(-max(largest, args.burst) // 10)))  # ≤ 10 pending questions per user
     connections.close_all()
     model = ModelProcess()  # forked before any event loop or thread exists
     sampler = ConnectionSampler(server_conninfo("postgres"), [database, anchor_database])
