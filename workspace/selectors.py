@@ -138,7 +138,7 @@ def project_stats_for_user(*, user: User) -> list[ProjectStats]:
     """Every project of the user, archived last, with its task counts by status and its note count."""
     return [
         ProjectStats(
-            project=Project(id=r.id, owner=user, name=r.name, description=r.description, archived=r.archived),
+            project=Project(id=r.pk, owner=user, name=r.name, description=r.description, archived=r.archived),
             todo=r.todo,
             in_progress=r.in_progress,
             completed=r.completed,
@@ -148,31 +148,15 @@ def project_stats_for_user(*, user: User) -> list[ProjectStats]:
     ]
 
 
-@dataclass(frozen=True)
-class SnapshotTask:
-    pk: int
-    title: str
-    priority: str
-    due_date: dt.date | None
-    project_id: int | None
-    project_name: str
+# The snapshot's tasks and projects are the rows its statement reads (workspace/sql.py).
+SnapshotTask = sql.TaskRow
+SnapshotProject = sql.ProjectRow
 
 
 @dataclass(frozen=True)
 class SnapshotNote:
     pk: int
     title: str
-
-
-@dataclass(frozen=True)
-class SnapshotProject:
-    pk: int
-    name: str
-    archived: bool
-    todo: int
-    in_progress: int
-    completed: int
-    notes: int
 
 
 @dataclass(frozen=True)
@@ -195,20 +179,10 @@ def snapshot_for_user(*, user: User) -> Snapshot:
     """What every turn starts with: the newest to-do and in-progress tasks, the completed count,
     the newest notes and every project with its counts — one statement."""
     rows = sql.snapshot(owner_id=user.pk, todo=SNAPSHOT_TODO, in_progress=SNAPSHOT_IN_PROGRESS, notes=SNAPSHOT_NOTES)
-
-    def tasks(found: list[sql.TaskRow]) -> list[SnapshotTask]:
-        return [SnapshotTask(pk=t.id, title=t.title, priority=t.priority, due_date=t.due_date, project_id=t.project_id,
-                             project_name=t.project_name) for t in found]  # fmt: skip
-
     return Snapshot(
-        todo=tasks(rows.todo),
-        in_progress=tasks(rows.in_progress),
+        todo=rows.todo,
+        in_progress=rows.in_progress,
         completed_count=rows.completed_count,
         notes=[SnapshotNote(pk=pk, title=title) for pk, title in rows.notes],
-        projects=[
-            SnapshotProject(
-                pk=p.id, name=p.name, archived=p.archived, todo=p.todo, in_progress=p.in_progress, completed=p.completed, notes=p.notes
-            )
-            for p in rows.projects
-        ],  # fmt: skip
+        projects=rows.projects,
     )

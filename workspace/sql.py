@@ -19,7 +19,7 @@ _P, _T, _N = Project._meta.db_table, Task._meta.db_table, Note._meta.db_table
 
 # Every project of the owner with its task counts by status and its note count, archived last.
 _PROJECTS = (
-    "SELECT p.id, p.name, p.description, p.archived, "
+    "SELECT p.id AS pk, p.name, p.description, p.archived, "
     "count(t.id) FILTER (WHERE t.status = %(todo)s) AS todo, "
     "count(t.id) FILTER (WHERE t.status = %(in_progress)s) AS in_progress, "
     "count(t.id) FILTER (WHERE t.status = %(completed)s) AS completed, "
@@ -32,7 +32,7 @@ _PROJECTS = (
 def _newest_tasks(status: str, limit: str) -> str:
     return (
         "(SELECT coalesce(json_agg(x), '[]') FROM ("
-        "SELECT t.id, t.title, t.priority, t.due_date, t.project_id, coalesce(p.name, '') AS project_name "
+        "SELECT t.id AS pk, t.title, t.priority, t.due_date, t.project_id, coalesce(p.name, '') AS project_name "
         f"FROM {_T} t LEFT JOIN {_P} p ON p.id = t.project_id "
         f"WHERE t.owner_id = %(owner)s AND t.status = %({status})s ORDER BY t.created_at DESC, t.id DESC LIMIT %({limit})s) x)"
     )
@@ -49,7 +49,9 @@ _SNAPSHOT = (
 
 @dataclass(frozen=True)
 class ProjectRow:
-    id: int
+    """A project with its counts: the snapshot's projects, and the projects listing's rows."""
+
+    pk: int
     name: str
     description: str
     archived: bool
@@ -61,7 +63,9 @@ class ProjectRow:
 
 @dataclass(frozen=True)
 class TaskRow:
-    id: int
+    """A task as the snapshot shows it."""
+
+    pk: int
     title: str
     priority: str
     due_date: dt.date | None
@@ -110,5 +114,5 @@ def snapshot(*, owner_id: int, todo: int, in_progress: int, notes: int) -> Snaps
 def _task(row: dict[str, Any]) -> TaskRow:
     due = row["due_date"]
     return TaskRow(
-        row["id"], row["title"], row["priority"], dt.date.fromisoformat(due) if due else None, row["project_id"], row["project_name"]
+        row["pk"], row["title"], row["priority"], dt.date.fromisoformat(due) if due else None, row["project_id"], row["project_name"]
     )
