@@ -106,10 +106,12 @@ class ClarionDialect:
         response = await session.http.get(client.page_url, headers={"Cookie": client.headers["Cookie"]})
         if response.status_code != 200:
             raise RuntimeError(f"the page answered {response.status_code}")
+        from django.conf import settings
+
         client.csrf_token = self.CSRF.search(response.text)[1]
-        csrf_cookie = response.cookies.get(settings_value("CSRF_COOKIE_NAME"))
+        csrf_cookie = response.cookies.get(settings.CSRF_COOKIE_NAME)
         if csrf_cookie:  # the websocket and the POST carry it, as the browser's cookie jar would
-            client.headers["Cookie"] += f"; {settings_value('CSRF_COOKIE_NAME')}={csrf_cookie}"
+            client.headers["Cookie"] += f"; {settings.CSRF_COOKIE_NAME}={csrf_cookie}"
 
     async def answer(self, session: Session, client: Client) -> None:
         """The card's option button: its form's `hx-post`, as htmx sends it."""
@@ -152,12 +154,6 @@ class ClarionDialect:
         if 'data-role="error"' in frame:
             events.append(("error", frame[:200]))
         return events
-
-
-def settings_value(name: str) -> str:
-    from django.conf import settings
-
-    return getattr(settings, name)
 
 
 class AnchorDialect:

@@ -1,6 +1,6 @@
 """Shared parts of the load benchmarks (`answer_path.py`; the fake model also for `agent_loop.py`).
 
-- process measures read from /proc: RSS, CPU seconds (per process and per thread);
+- process measures read from /proc: RSS, CPU seconds;
 - the fake model in a process of its own: the scripted OpenAI-compatible server of
   `tests/fake_openai.py` at zero delay, which asks with `ask_user` first and answers with text once
   it sees the tool result; it counts the requests it served, per client;
@@ -49,21 +49,9 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def cpu_seconds(pid: int, tid: int | None = None) -> float:
-    path = f"/proc/{pid}/task/{tid}/stat" if tid else f"/proc/{pid}/stat"
-    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def thread_cpu(pid: int) -> dict[int, float]:
-    """CPU seconds of each of a process's threads (the main thread's id is the pid)."""
-    result = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            result[int(task.name)] = cpu_seconds(pid, int(task.name))
-        except (FileNotFoundError, ProcessLookupError):
-            pass
-    return result
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -108,7 +96,7 @@ def final_text(tag: str) -> str:
 class ModelProcess:
     """The fake model in a process of its own, so the load generator's event loop (hundreds of
     sockets) and the model's HTTP threads do not share one GIL — as a real model is remote;
-    `requests` counts what it served. `reply(body)` picks each reply (default: `model_reply`).
+    `calls(tag)` counts what it served each client. `reply(body)` picks each reply (default: `model_reply`).
     Forked: create it before any event loop or thread exists."""
 
     def __init__(self, reply=None) -> None:
@@ -117,7 +105,6 @@ class ModelProcess:
         self._reply = reply or model_reply
 
         ctx = multiprocessing.get_context("fork")
-        self.counter = ctx.Value("l", 0)
         self._tags = ctx.SimpleQueue()  # the tag of every request served, to count calls per client
         self._calls: dict[str, int] = {}
         self._stop = ctx.Event()
@@ -148,18 +135,12 @@ class ModelProcess:
         _Handler.end_headers = end_headers
 
         def reply(body):
-            with self.counter.get_lock():
-                self.counter.value += 1
             self._tags.put(tag_of(body))
             return self._reply(body)
 
         with FakeOpenAI(default=reply) as fake:
             urls.put(fake.base_url)
             self._stop.wait()
-
-    @property
-    def requests(self) -> int:
-        return self.counter.value
 
     def calls(self, tag: str) -> int:
         """Model requests served so far for the client whose conversation is tagged `tag`."""
@@ -321,8 +302,7 @@ class Client:
 class Dialect(Protocol):
     """How one system is driven and how its frames look. `observe` reads one received frame and
     returns what it shows for this client: ("card", question id, group id), ("receipt",) (the
-    receipt frame),
-    ("text",), ("saved",), ("error", text). `load_page` does what a browser does before it opens
+    receipt frame), ("text",), ("saved",), ("error", text). `load_page` does what a browser does before it opens
     the websocket (nothing, for a system without pages); `answer` sends the answer the way the
     system's own client does."""
 
