@@ -220,8 +220,10 @@ class ServerProcess:
 
 
 def daphne_command(app: str, port: int) -> list[str]:
-    """Daphne as `manage.py up` runs it: one process, `--verbosity 0`."""
-    return [sys.executable, "-m", "daphne", "--verbosity", "0", "-b", "127.0.0.1", "-p", str(port), app]
+    """Daphne as `manage.py up` runs it."""
+    from project.serving import daphne_arguments
+
+    return [sys.executable, "-m", "daphne", *daphne_arguments(host="127.0.0.1", port=port, application=app)]
 
 
 # --- Postgres connections, sampled ----------------------------------------------------------------

@@ -7,7 +7,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -18,7 +17,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from tests.processes import stop_process
+from tests.processes import daphne_command, stop_process
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +89,7 @@ class DaphneServer:
     def start(self) -> "DaphneServer":
         self.log = open(ROOT / ".data" / f"daphne-test-{self.port}.log", "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "project.asgi:application"],
+            daphne_command(self.port),
             cwd=ROOT,
             env=self.env,
             stdout=self.log,

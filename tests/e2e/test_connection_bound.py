@@ -28,7 +28,7 @@ from django.db import connection
 from chat.locks import MAX_LOCK_CONNECTIONS
 from project.embedded_pg import connection_settings
 from tests.e2e.conftest import DaphneServer, free_port, wait_for_port
-from tests.processes import stop_process
+from tests.processes import daphne_command, stop_process
 
 PASSWORD = "a-long-test-password"
 POOL = 4
@@ -217,7 +217,7 @@ def test_clarion_serves_again_by_itself_after_postgres_restarts():
         port = free_port()
         log = open(data_dir / "daphne.log", "wb")
         server = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "project.asgi:application"],
+            daphne_command(port),
             cwd=root,
             env=env,
             stdout=log,

@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -48,7 +47,7 @@ from chat.models import Message
 from questions.models import PendingQuestion
 from tests.e2e.conftest import ROOT, DaphneServer, free_port, wait_for_port
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.processes import stop_process
+from tests.processes import daphne_command, stop_process
 from tests.websocket import session_cookie_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -233,7 +232,7 @@ class Server(DaphneServer):
         self.log_path = ROOT / ".data" / f"daphne-durability-{self.port}.log"
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "project.asgi:application"],
+            daphne_command(self.port),
             cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         wait_for_port(self.port, self.proc)

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
-from project import embedded_pg
+from project import embedded_pg, serving
 
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
@@ -49,14 +49,8 @@ class Command(BaseCommand):
         self.stdout.flush()
         from daphne.cli import CommandLineInterface
 
-        # Verbosity 0: no access log, which would write every URL (query strings included).
-        # No Server header: which server runs Clarion is nobody's business.
-        CommandLineInterface().run(
-            [
-                "--bind", host, "--port", str(port), "--verbosity", "0", "--no-server-name",
-                settings.ASGI_APPLICATION.replace(".application", ":application"),
-            ]
-        )  # fmt: skip
+        application = settings.ASGI_APPLICATION.replace(".application", ":application")
+        CommandLineInterface().run(serving.daphne_arguments(host=host, port=port, application=application))
 
     def _embedded_data_dir(self) -> Path | None:
         data_dir = settings.DATABASES["default"].get("EMBEDDED_DATA_DIR")
