@@ -127,6 +127,26 @@ def test_phone_drawer_open(live_url, browser):
         ctx.close()
 
 
+@pytest.mark.parametrize("width", [320, 360, 390])
+def test_the_header_on_a_phone_keeps_log_out_whole_and_on_the_screen(live_url, browser, width):
+    """Narrow phones: "Log out" neither runs off the right edge nor breaks over two lines."""
+    ctx = browser.new_context(viewport={"width": width, "height": 700}, is_mobile=True)
+    ctx.set_default_timeout(10_000)
+    try:
+        user, page = user_page(ctx, live_url, f"narrow{width}")
+        user.is_staff = True  # the header's fullest: the demo user, an admin, also has "Admin"
+        user.save(update_fields=["is_staff"])
+        page.reload()
+        log_out = page.get_by_role("button", name="Log out")
+        expect(log_out).to_be_in_viewport(ratio=1)
+        box = log_out.bounding_box()
+        line = log_out.evaluate("b => parseFloat(getComputedStyle(b).lineHeight)")
+        assert box is not None and box["x"] + box["width"] <= width and box["height"] < 1.5 * line, (box, line)
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+    finally:
+        ctx.close()
+
+
 # --- keyboard only ---------------------------------------------------------------------------------
 
 
