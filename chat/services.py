@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, Max, OuterRef, Q
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from chat import sql
 from chat.models import CARD_TOOLS, Conversation, Message
 from project.errors import Conflict, Rejected
 from project.text import refuse_nul, without_nul
@@ -143,13 +144,7 @@ def needs_reply(*, conversation_id: uuid.UUID) -> bool:
     the next turn picks up where that one stopped. False while questions wait for the person:
     the turn that asked them has ended, and their answers start the next one.
     """
-    # A turn is over when it wrote a final answer (an assistant message without tool calls) or
-    # an error: compare the newest request with the newest request a finished turn answered.
-    seen = Message.objects.filter(conversation_id=conversation_id).aggregate(
-        last_user=Max("id", filter=Q(role=Message.Role.USER)),
-        answered=Max("in_reply_to_id", filter=Q(role=Message.Role.ERROR) | Q(role=Message.Role.ASSISTANT, tool_calls=[])),
-    )
-    last_user, answered = seen["last_user"], seen["answered"]
+    last_user, answered = sql.newest_request_and_answer(conversation_id=conversation_id)
     if last_user is None or (answered is not None and answered >= last_user):
         return False
     return not question_selectors.has_open_group(conversation_id=conversation_id)
