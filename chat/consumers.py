@@ -98,7 +98,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         except questions.AlreadyResolved:
             pass  # its receipt was already broadcast to this tab
         except Conversation.DoesNotExist:  # deleted in another tab while this one was open
-            await self.send(text_data=rendering.composer_error("This conversation was deleted."))
+            await self.send(text_data=rendering.composer_error(rendering.CONVERSATION_DELETED))
         except ClarionError as exc:
             await self.send(text_data=rendering.composer_error(exc.message))
         except ValidationError as exc:  # an answer that fails its schema at the edge

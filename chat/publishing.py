@@ -17,6 +17,7 @@ from chat.models import group_name_of, user_group_name
 from questions import selectors as question_selectors
 
 if TYPE_CHECKING:
+    from chat.models import Conversation
     from project.users import User
 
 
@@ -43,3 +44,16 @@ def _conversation_list(user: User) -> str:
 async def publish_conversation_list(user: User) -> None:
     """The user's conversation list, in its new order, to every tab they have open."""
     await send(user_group_name(user.pk), await database_sync_to_async(_conversation_list)(user))
+
+
+async def publish_conversation_changed(user: User, conversation: Conversation) -> None:
+    """A new title or pin, in every tab of the user: the heading where the conversation is open,
+    and the list, in its new order, everywhere."""
+    await send(conversation.group_name, rendering.conversation_heading(conversation))
+    await publish_conversation_list(user)
+
+
+async def publish_conversation_deleted(user: User, conversation_id: uuid.UUID) -> None:
+    """A tab still showing a conversation deleted in another one says so; every list drops it."""
+    await send(group_name_of(conversation_id), rendering.composer_error(rendering.CONVERSATION_DELETED))
+    await publish_conversation_list(user)

@@ -31,6 +31,10 @@ def message_removed(message_id: int) -> str:
     return f'<div id="message-{int(message_id)}" hx-swap-oob="delete"></div>'
 
 
+# What a tab showing a conversation deleted elsewhere says, when told and when it tries to send.
+CONVERSATION_DELETED = "This conversation was deleted."
+
+
 def conversation_link(conversation: Conversation) -> str:
     # Every tab that receives this is showing that conversation, so it is the current one.
     return render_to_string("chat/_conversation_link.html", {"conversation": conversation, "current": conversation, "oob": True})

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from chat import publishing, rendering, selectors, services
-from chat.models import Conversation, user_group_name
+from chat.models import Conversation
 from llm import client_from_settings
 from project.errors import ClarionError
 from project.users import AuthenticatedHttpRequest
@@ -145,6 +145,8 @@ def rename(request: HtmxHttpRequest, conversation_id: uuid.UUID) -> HttpResponse
         conversation = services.rename_conversation(user=request.user, conversation_id=conversation.pk, title=title)
     except ClarionError as exc:  # too long, empty, a NUL character
         error = exc.message
+    if not error:
+        async_to_sync(publishing.publish_conversation_changed)(request.user, conversation)
     if not request.htmx:  # a plain form post (no page script): back to the page, saved or not
         return redirect("chat:conversation", conversation_id=conversation.pk)
     if error:
@@ -161,12 +163,12 @@ def pin(request: HtmxHttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
         conversation = services.set_pinned(user=request.user, conversation_id=conversation_id, pinned=request.POST.get("pinned") == "1")
     except Conversation.DoesNotExist:
         raise Http404("No such conversation") from None
-    page = selectors.conversations_for_user(user=request.user)
-    # The user's other tabs list it in its new place too.
-    async_to_sync(publishing.send)(user_group_name(request.user.pk), rendering.conversation_nav(page))
+    # The user's other tabs list it in its new place too, and show its new button where it is open.
+    async_to_sync(publishing.publish_conversation_changed)(request.user, conversation)
     if not request.htmx:
         return redirect("chat:conversation", conversation_id=conversation.pk)
     header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
+    page = selectors.conversations_for_user(user=request.user)
     return HttpResponse(header + rendering.conversation_nav(page, current=conversation))
 
 
@@ -189,4 +191,5 @@ def delete(request: AuthenticatedHttpRequest, conversation_id: uuid.UUID) -> Htt
         services.delete_conversation(user=request.user, conversation_id=conversation_id)
     except Conversation.DoesNotExist:
         raise Http404("No such conversation") from None
+    async_to_sync(publishing.publish_conversation_deleted)(request.user, conversation_id)
     return redirect("chat:home")

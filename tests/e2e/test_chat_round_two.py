@@ -323,6 +323,37 @@ def test_keyboard_shortcuts_and_their_sheet(start_server, session, viewport):
 # --- 13. pinning, and the list following activity ------------------------------------------------------
 
 
+def test_a_rename_and_a_delete_show_in_every_tab(live_url, session):
+    """Three tabs: the one that renames and deletes, one on the same conversation, one on another."""
+    s = session(DESKTOP, live_url, "tabs")
+    alpha = conversation_of(s.user, "Alpha", text="hello")
+    beta = conversation_of(s.user, "Beta", text="hello", days_ago=1)
+    same, other = s.new_page(), s.new_page()
+    s.open(alpha, same)
+    s.open(beta, other)
+    s.open(alpha)
+    page = s.page
+
+    page.get_by_role("button", name="Rename").click()
+    page.fill("#rename-input", "Launch plan")
+    page.get_by_role("button", name="Save").click()
+    expect(same.locator("#conversation-header .conversation-title")).to_have_text("Launch plan")
+    expect(same).to_have_title("Launch plan · Clarion")
+    expect(other.locator(f"#conv-{alpha.pk}")).to_have_text("Launch plan")
+    expect(other.locator("#conversation-list .current")).to_have_text("Beta")  # each tab marks its own
+
+    page.get_by_role("button", name="Pin", exact=True).click()
+    expect(same.get_by_role("button", name="Unpin")).to_have_attribute("aria-pressed", "true")
+
+    page.get_by_role("button", name="Delete", exact=True).click()
+    page.locator("#delete-dialog").get_by_role("button", name="Delete").click()
+    expect(same.locator("#composer-error")).to_have_text("This conversation was deleted.")
+    expect(other.locator(f"#conv-{alpha.pk}")).to_have_count(0)
+    expect(other.locator("#conversation-list .current")).to_have_text("Beta")
+    assert not Conversation.objects.filter(pk=alpha.pk).exists()
+    assert s.errors == []
+
+
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 def test_pinned_conversations_stay_on_top_and_activity_moves_a_conversation_up_in_every_tab(live_url, session, viewport):
     s = session(viewport, live_url, f"pin{viewport['width']}")
