@@ -13,7 +13,6 @@ than DATABASE_POOL_MAX_SIZE + MAX_LOCK_CONNECTIONS + 1 Postgres connections.
 from __future__ import annotations
 
 import asyncio
-import functools
 import uuid
 import weakref
 from contextlib import asynccontextmanager
@@ -23,7 +22,7 @@ import psycopg
 from django.db import connection
 from psycopg_pool import AsyncConnectionPool
 
-from project.embedded_pg import connection_settings
+from project.embedded_pg import conninfo
 
 # At most this many lock connections per process (and event loop).
 MAX_LOCK_CONNECTIONS = 24
@@ -37,27 +36,9 @@ _pools: dict[tuple[asyncio.AbstractEventLoop, str], AsyncConnectionPool] = {}
 _opened: dict[tuple[asyncio.AbstractEventLoop, str], weakref.WeakSet[psycopg.AsyncConnection]] = {}
 
 
-def _conninfo() -> str:
-    s = connection_settings(connection.settings_dict)
-    return _make_conninfo(s["NAME"], s["USER"], s["PASSWORD"], s["HOST"], s["PORT"], s["OPTIONS"].get("application_name"))
-
-
-@functools.lru_cache(maxsize=8)  # it is the key of the pool every turn looks up
-def _make_conninfo(name: str, user: str, password: str, host: str, port: str | int, application_name: str | None) -> str:
-    return psycopg.conninfo.make_conninfo(
-        dbname=name,
-        user=user or None,
-        password=password or None,
-        host=host or None,
-        port=port or None,
-        connect_timeout=5,
-        application_name=application_name,
-    )
-
-
 async def _pool() -> AsyncConnectionPool:
     loop = asyncio.get_running_loop()
-    key = (loop, _conninfo())
+    key = (loop, conninfo(connection.settings_dict))
     pool = _pools.get(key)
     if pool is None:
         _discard_pools_of_closed_loops()

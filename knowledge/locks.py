@@ -13,17 +13,13 @@ from typing import Iterator
 import psycopg
 from django.db import connection
 
-from project.embedded_pg import connection_settings
+from project.embedded_pg import conninfo
 
 REBUILD_LOCK_KEY = int.from_bytes(hashlib.sha256(b"clarion.knowledge.rebuild_kb_index").digest()[:8], "big", signed=True)
 
 
 def _connect() -> psycopg.Connection:
-    s = connection_settings(connection.settings_dict)  # starts the embedded server if need be
-    conninfo = psycopg.conninfo.make_conninfo(
-        dbname=s["NAME"], user=s["USER"] or None, password=s["PASSWORD"] or None, host=s["HOST"] or None, port=s["PORT"] or None
-    )
-    return psycopg.connect(conninfo, autocommit=True, connect_timeout=5)
+    return psycopg.connect(conninfo(connection.settings_dict), autocommit=True)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ found it orphaned, nobody connected); `manage.py stop_postgres` stops one left r
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import threading
@@ -173,3 +174,26 @@ def connection_settings(settings_dict: dict) -> dict:
     code that opens connections of its own (advisory-lock connections)."""
     resolve_address(settings_dict)
     return settings_dict
+
+
+def conninfo(settings_dict: dict) -> str:
+    """The libpq connection string of the database `settings_dict` names (the embedded server
+    started if need be), for connections opened outside Django's pool: the turn and rebuild
+    locks, the start-up check. They carry the pool's application name, so they count as Clarion's."""
+    s = connection_settings(settings_dict)
+    return _conninfo(s["NAME"], s["USER"], s["PASSWORD"], s["HOST"], s["PORT"], s["OPTIONS"].get("application_name"))
+
+
+@functools.lru_cache(maxsize=8)  # it is the key of the lock pool every turn looks up
+def _conninfo(name: str, user: str, password: str, host: str, port: str | int, application_name: str | None) -> str:
+    import psycopg
+
+    return psycopg.conninfo.make_conninfo(
+        dbname=name,
+        user=user or None,
+        password=password or None,
+        host=host or None,
+        port=port or None,
+        connect_timeout=5,
+        application_name=application_name,
+    )

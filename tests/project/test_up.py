@@ -259,3 +259,19 @@ def test_seed_demo_never_leaves_the_known_password_when_told_so(django_user_mode
     call_command("seed_demo", generated_password=True, stdout=io.StringIO())
     demo.refresh_from_db()
     assert not demo.check_password("demo")
+
+
+def test_a_database_url_nobody_answers_at_fails_at_once_with_postgres_reason(tmp_path):
+    """A wrong DATABASE_URL is said at once, in Postgres' words — not after the pool's wait."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_NAME", "DJANGO_SETTINGS_MODULE", "SECRET_KEY")}
+    env.update(
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:{free_port()}/clarion",
+        DATABASE_POOL_TIMEOUT_SECONDS="120",
+        CLARION_DATA_DIR=str(tmp_path),
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "up", "--port", str(free_port())], cwd=ROOT, env=env, capture_output=True, text=True, timeout=90
+    )
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("clarion: cannot reach Postgres:") and "Connection refused" in last, done.stderr

@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import connections
+from django.db import OperationalError, connections
 
 from project import embedded_pg, serving
 
@@ -36,6 +36,7 @@ class Command(BaseCommand):
                 self.stdout.write("The embedded Postgres was in use before this run and keeps running (manage.py stop_postgres stops it).")
 
     def _prepare_and_serve(self, *, host: str, port: int, no_seed: bool) -> None:
+        self._check_database()
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database ready.")
         if not no_seed:
@@ -51,6 +52,17 @@ class Command(BaseCommand):
 
         application = settings.ASGI_APPLICATION.replace(".application", ":application")
         CommandLineInterface().run(serving.daphne_arguments(host=host, port=port, application=application))
+
+    def _check_database(self) -> None:
+        """Postgres' own reason, at once, when the database cannot be reached (a wrong
+        DATABASE_URL): the pool would retry for DATABASE_POOL_TIMEOUT_SECONDS and then say only
+        that it timed out."""
+        import psycopg
+
+        try:
+            psycopg.connect(embedded_pg.conninfo(settings.DATABASES["default"])).close()
+        except psycopg.OperationalError as exc:
+            raise OperationalError(str(exc)) from exc
 
     def _embedded_data_dir(self) -> Path | None:
         data_dir = settings.DATABASES["default"].get("EMBEDDED_DATA_DIR")
