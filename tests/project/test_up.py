@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from project import embedded_pg
+from project import embedded_pg, serving
 from tests.e2e.conftest import free_port
 from tests.processes import stop_process
 
@@ -275,3 +275,10 @@ def test_a_database_url_nobody_answers_at_fails_at_once_with_postgres_reason(tmp
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("clarion: cannot reach Postgres:") and "Connection refused" in last, done.stderr
+
+
+def test_the_readmes_worker_command_serves_as_up_does():
+    """README tells how to start several workers; its Daphne arguments are the ones `up` uses."""
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    arguments = serving.daphne_arguments(host="127.0.0.1", port=8001, application="project.asgi:application")
+    assert f"-m daphne {' '.join(arguments)}" in readme
