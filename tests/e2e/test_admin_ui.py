@@ -79,6 +79,11 @@ def test_pending_questions_filter_and_cancel_continues_the_conversation(live_url
         expect(chat.locator(".question-clarify .cancelled").first).to_be_visible()
         expect(chat.locator(".message-derived .message-meta")).to_contain_text("Clarification skipped")
         assert PendingQuestion.objects.filter(user=user, status="cancelled").count() == 2
+        # ... and the turn the admin's action started runs (it used to fail: its database hops
+        # went to the admin view's thread after the view had returned).
+        expect(chat.locator("#message-list .message-assistant:not(.streaming)").last).to_contain_text("task", timeout=20_000)
+        skipped = Message.objects.filter(conversation__owner=user, role="user").latest("id")  # the skip, as a message
+        assert skipped.metadata.get("skipped") and Message.objects.filter(in_reply_to=skipped, role="assistant").exists()
     finally:
         context.close()
         admin_context.close()
