@@ -13,9 +13,7 @@ so the graph is identical with or without a model:
   verbatim with [n] citations under the heading that gives them their subject; a whole short
   section when it is short enough; a second source when it brings most of what the first leaves
   uncovered, or two pages together when the question asks about two things. Silence when nothing
-  covers it, and rather than an example that only sets a value asked for by default. Whether to
-  answer is decided on words alone; which passage answers also weighs how close it is in meaning
-  (knowledge.embeddings), among the passages that cover most of the question.
+  covers it, and rather than an example that only sets a value asked for by default.
 - verification: every sentence must cite a source and be found in (or almost entirely covered
   by the words of) what it cites; every quoted code block or table row must be in its source.
 """
@@ -28,7 +26,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from knowledge import embeddings
 from knowledge.citations import MARKER
 from knowledge.ranking import query_terms
 from knowledge.schemas import DraftAnswer, GateDecision, VerificationDecision
@@ -59,11 +56,6 @@ PAIR_TOGETHER = 0.85
 PAIR_OWN_PART = 0.2
 HEADING_MATCH = 1.5  # how much a heading the question restates adds to its section's pieces
 SOURCE_RANK = 0.15  # taken off per place down the selection's order of the loaded sources
-# Once some passage qualifies, the one quoted is chosen among those covering at least
-# MEANING_COVERAGE (with MIN_OWN of their own; every qualified passage is among them), on its score
-# plus MEANING_WEIGHT times the cosine between the question and the passage under its heading.
-MEANING_COVERAGE = 0.5
-MEANING_WEIGHT = 3.0
 
 
 def gate(question: str) -> GateDecision:
@@ -254,12 +246,7 @@ def answer(
         if not _TWO_THINGS.search(question):
             return DraftAnswer(answer="", answered_from_sources=False)
         return _from_two_sources(wanted_set, candidates, analysed, sources, mass=mass, total=total, max_chars=max_chars)
-    # The question is answered: by the passage that says it best, in its words or in other words
-    # ("only format these lines" for "only what I changed"), among those that cover most of it.
-    close = [c for c in candidates if c.coverage >= MEANING_COVERAGE and c.own >= MIN_OWN]
-    meaning = _meaning(question, [_read_as(c, analysed) for c in close])
-    order = [(c.score + MEANING_WEIGHT * m, -c.source, -c.piece.unit.position) for c, m in zip(close, meaning, strict=True)]
-    best = close[max(range(len(close)), key=order.__getitem__)]
+    best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
     chosen = _from_section(best, candidates, analysed, max_units=max_units)
     section = analysed[best.source - 1].sections[best.section]
     covered = set(wanted) & (section.terms | section.context | frozenset(terms(sources[best.source - 1][0])))
@@ -271,21 +258,6 @@ def answer(
             second = max(others, key=lambda c: (mass(c.piece.terms & missing), c.score))
             chosen += _from_section(second, candidates, analysed, max_units=2)
     return _render(chosen, analysed, titles=[src[0] for src in sources], max_chars=max_chars)
-
-
-def _read_as(c: _Candidate, analysed: list[_Analysed]) -> str:
-    """A piece as its vector reads it: under its own heading, with the sentence that introduces it."""
-    unit = c.piece.unit
-    return f"{analysed[c.source - 1].sections[c.section].heading}. {unit.lead} {unit.text}"
-
-
-def _meaning(question: str, passages: list[str]) -> list[float]:
-    """Each passage's cosine with the question; all 0 without an embedding model."""
-    asked = embeddings.embed([question])
-    vectors = embeddings.passage_vectors(passages) if asked is not None and passages else None
-    if asked is None or vectors is None:
-        return [0.0] * len(passages)
-    return [float(cosine) for cosine in vectors @ asked[0]]
 
 
 def _from_two_sources(

@@ -201,7 +201,7 @@ async def select(state: PipelineState, runtime: Runtime[PipelineContext]) -> dic
         # The build's statistics are usually in memory already: no database hop then.
         corpus = selectors.cached_corpus(index_pk=index.pk) or await database_sync_to_async(selectors.search_corpus)(index_pk=index.pk)
         ctx.corpus = corpus
-        ranked = corpus.rank(query, limit=ctx.policy.max_sources, restated_headings=True, by_meaning=True) if corpus else []
+        ranked = corpus.rank(query, limit=ctx.policy.max_sources, restated_headings=True) if corpus else []
         ctx.weights = corpus.weights(query) if corpus else None
         selected, offered = [r.source_id for r in ranked], index.source_count
     else:

@@ -7,10 +7,6 @@ page title, the headings and title counting more — plus a little of the page a
 page that answers in one place beats one that mentions each word somewhere.
 
 The same weights decide, in the offline answer step, whether a passage covers the question.
-
-The offline engine then orders the pages it selected by meaning as well (knowledge.embeddings): a
-page whose best section says what the question asks in other words moves up among them. Which pages
-are selected stays a matter of words.
 """
 
 from __future__ import annotations
@@ -20,10 +16,6 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
-from numpy.typing import NDArray
-
-from knowledge import embeddings
 from knowledge.text import parse_cached, split_sentences, term_list, terms
 
 K1 = 1.2
@@ -33,10 +25,6 @@ HEADING_WEIGHT = 2  # likewise a term in the headings above the section
 PAGE_SHARE = 1.0  # the page-level BM25 is added to the best section's score
 SECTION_EXTRA = 20  # added to every section's length: a two-line section is not a page
 HEADING_MATCH = 1.0  # offline selection: a restated heading adds this share of its terms' weight
-# Offline selection: the selected pages' order is their BM25 score over the first page's, plus this
-# much of the cosine between the question and the page's closest section.
-MEANING_WEIGHT = 0.6
-SECTION_TEXT_CHARS = 600  # of a section's text, for its vector: its opening says what it is about
 
 
 @dataclass(frozen=True)
@@ -70,10 +58,6 @@ class Corpus:
     average_page_length: float = 1.0
     # source_id → (pk, title, content, kind): the offline engine loads its sources from here.
     pages: dict[str, tuple] = field(default_factory=dict)
-    page_sections: list[range] = field(default_factory=list)  # each page's rows in `sections`
-    section_texts: list[str] = field(default_factory=list)  # what each section's vector reads
-    # A selected page's section vectors, made the first time it is selected and kept for the build.
-    page_vectors: dict[int, NDArray[np.float32]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, pages: list[tuple]) -> Corpus:
@@ -93,11 +77,8 @@ class Corpus:
             for term in page_tf:
                 corpus.page_postings[term].append(doc)
             bodies: dict[int, list[str]] = defaultdict(list)
-            texts: dict[int, list[str]] = defaultdict(list)
             for block in document.blocks:
                 bodies[block.section].extend(term_list(block.text if block.kind != "code" else f"{block.lead} {block.text}"))
-                texts[block.section].append(block.text)
-            first_section = len(corpus.sections)
             for number, path in enumerate(document.section_headings):
                 body = bodies.get(number, [])
                 if not body and number:
@@ -110,15 +91,12 @@ class Corpus:
                 index = len(corpus.sections)
                 heading = frozenset(term_list(path[-1])) if path else frozenset()
                 corpus.sections.append(_Section(doc, tf, float(len(body) + SECTION_EXTRA), heading))
-                corpus.section_texts.append(f"{title}. {'. '.join(path)}. {' '.join(texts.get(number, []))}"[:SECTION_TEXT_CHARS])
                 for term in tf:
                     corpus.postings[term].append(index)
-            corpus.page_sections.append(range(first_section, len(corpus.sections)))
         if corpus.sections:
             corpus.average_section_length = sum(s.length for s in corpus.sections) / len(corpus.sections)
         if corpus.page_length:
             corpus.average_page_length = max(1.0, sum(corpus.page_length) / len(corpus.page_length))
-        embeddings.load()  # with the statistics: the first question of a process does not wait for it
         return corpus
 
     @property
@@ -146,10 +124,9 @@ class Corpus:
         n = max(1, self.size)
         return math.log(1 + (n - 0.5) / 1.5)
 
-    def rank(self, question: str, *, limit: int, restated_headings: bool = False, by_meaning: bool = False) -> list[RankedPage]:
+    def rank(self, question: str, *, limit: int, restated_headings: bool = False) -> list[RankedPage]:
         """restated_headings: a section whose heading the question restates scores more (the
-        offline engine's selection; the model's pre-filter keeps plain BM25).
-        by_meaning: the pages selected on words are ordered by meaning as well (the offline engine)."""
+        offline engine's selection; the model's pre-filter keeps plain BM25)."""
         weights = self.weights(question)
         if not weights or limit < 1:
             return []
@@ -177,36 +154,7 @@ class Corpus:
                 page_scores[doc] += weight * tf * (K1 + 1) / (tf + norm)
         scored = [(best_section[doc] + PAGE_SHARE * page_scores[doc], doc) for doc in best_section]
         scored.sort(key=lambda pair: (-pair[0], self.source_ids[pair[1]]))
-        scored = [pair for pair in scored[:limit] if pair[0] > 0]
-        if by_meaning:
-            scored = self._by_meaning(question, scored)
-        return [RankedPage(self.source_ids[doc], self.titles[doc], round(score, 4)) for score, doc in scored]
-
-    def _by_meaning(self, question: str, scored: list[tuple[float, int]]) -> list[tuple[float, int]]:
-        """The same pages, ordered by their words' score relative to the first page's plus how close
-        in meaning their closest section is: the offline answer step prefers the first page's
-        passages, and the words a user asks in are often not the docs' ("only what I changed" for
-        "line ranges")."""
-        if len(scored) < 2 or (asked := embeddings.embed([question])) is None:
-            return scored
-        first = scored[0][0]
-        order: dict[int, float] = {}
-        for score, doc in scored:
-            vectors = self._section_vectors(doc)
-            closest = float((vectors @ asked[0]).max()) if vectors is not None and len(vectors) else 0.0
-            order[doc] = score / first + MEANING_WEIGHT * closest
-        return sorted(scored, key=lambda pair: (-order[pair[1]], self.source_ids[pair[1]]))
-
-    def _section_vectors(self, doc: int) -> NDArray[np.float32] | None:
-        # Embedding every section of a large knowledge base at build time would cost more than
-        # the rest of the build; a request selects a few pages, and the same pages come back.
-        vectors = self.page_vectors.get(doc)
-        if vectors is None:
-            rows = self.page_sections[doc]
-            vectors = embeddings.embed(self.section_texts[rows.start : rows.stop])
-            if vectors is not None:
-                self.page_vectors[doc] = vectors
-        return vectors
+        return [RankedPage(self.source_ids[doc], self.titles[doc], round(score, 4)) for score, doc in scored[:limit] if score > 0]
 
 
 # Words that frame a question rather than name its topic ("what is the difference between …").
