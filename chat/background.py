@@ -7,22 +7,35 @@ shutdown can wait for all of them.
 from __future__ import annotations
 
 import asyncio
-from typing import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Coroutine, TypeVar
 
-from llm.logs import background_context
+from asgiref.sync import ThreadSensitiveContext
+from django.conf import settings
+
+T = TypeVar("T")
 
 _tasks: set[asyncio.Task] = set()
 
 
 def spawn(coro: Coroutine) -> asyncio.Task:
-    """The task runs in a context of its own that keeps only the turn's log fields. A copy of the
-    caller's would carry a sync view's thread executor (an admin action resolving a question
-    through async_to_sync): the task's database hops would be sent to that view's thread after
-    the view had returned, and fail."""
-    task = asyncio.get_running_loop().create_task(coro, context=background_context())
+    """The task's database hops run on the background's threads. Otherwise they would go where the
+    caller's run: a request's thread, gone with the request, or a sync view's (an admin action
+    resolving a question through async_to_sync), where they fail once the view has returned."""
+    task = asyncio.get_running_loop().create_task(_on_background_threads(coro))
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
     return task
+
+
+# The threads the background's database hops run on: half the connection pool at most, so that
+# requests keep connections of their own however much runs in the background.
+_hops = ThreadPoolExecutor(max_workers=max(1, settings.DATABASE_POOL_MAX_SIZE // 2), thread_name_prefix="background-db")
+
+
+async def _on_background_threads(coro: Coroutine[Any, Any, T]) -> T:
+    async with ThreadSensitiveContext(executor=_hops):
+        return await coro
 
 
 def running() -> list[asyncio.Task]:

@@ -7,7 +7,7 @@ call's op, attempts and outcome) shown in both formats.
 - `LOG_FORMAT=json`: one JSON object per line (python-json-logger), extra fields as keys.
 
 settings.LOGGING wires `ContextFilter` on the console handler and picks the formatter. A turn calls
-`begin_turn(...)` once; the tasks it spawns keep the id (`background_context`).
+`begin_turn(...)` once; tasks it spawns inherit the id (contextvars are copied into new tasks).
 """
 
 from __future__ import annotations
@@ -33,14 +33,6 @@ def begin_turn(*, conversation_id: object | None = None) -> str:
     _turn_id.set(turn_id)
     _conversation_id.set(str(conversation_id) if conversation_id is not None else None)
     return turn_id
-
-
-def background_context() -> contextvars.Context:
-    """A fresh context for work started in the background that keeps this turn's log fields."""
-    context = contextvars.Context()
-    context.run(_turn_id.set, _turn_id.get())
-    context.run(_conversation_id.set, _conversation_id.get())
-    return context
 
 
 def current_turn_id() -> str | None:
