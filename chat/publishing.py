@@ -46,14 +46,21 @@ async def publish_conversation_list(user: User) -> None:
     await send(user_group_name(user.pk), await database_sync_to_async(_conversation_list)(user))
 
 
-async def publish_conversation_changed(user: User, conversation: Conversation) -> None:
-    """A new title or pin, in every tab of the user: the heading where the conversation is open,
-    and the list, in its new order, everywhere."""
-    await send(conversation.group_name, rendering.conversation_heading(conversation))
-    await publish_conversation_list(user)
+def conversation_changed(user: User, conversation: Conversation) -> list[tuple[str, str]]:
+    """(group, html) for a new title or pin, to every tab of the user: the heading where the
+    conversation is open, and the list, in its new order, everywhere. Read and rendered here, in
+    the caller's thread (a sync view's), so that sending them needs no database."""
+    return [(conversation.group_name, rendering.conversation_heading(conversation)), (user_group_name(user.pk), _conversation_list(user))]
 
 
-async def publish_conversation_deleted(user: User, conversation_id: uuid.UUID) -> None:
-    """A tab still showing a conversation deleted in another one says so; every list drops it."""
-    await send(group_name_of(conversation_id), rendering.composer_error(rendering.CONVERSATION_DELETED))
-    await publish_conversation_list(user)
+def conversation_deleted(user: User, conversation_id: uuid.UUID) -> list[tuple[str, str]]:
+    """(group, html) for a deleted conversation: a tab still showing it says so; every list drops it."""
+    return [
+        (group_name_of(conversation_id), rendering.composer_error(rendering.CONVERSATION_DELETED)),
+        (user_group_name(user.pk), _conversation_list(user)),
+    ]
+
+
+async def send_all(frames: list[tuple[str, str]]) -> None:
+    for group, html in frames:
+        await send(group, html)

@@ -146,7 +146,7 @@ def rename(request: HtmxHttpRequest, conversation_id: uuid.UUID) -> HttpResponse
     except ClarionError as exc:  # too long, empty, a NUL character
         error = exc.message
     if not error:
-        async_to_sync(publishing.publish_conversation_changed)(request.user, conversation)
+        async_to_sync(publishing.send_all)(publishing.conversation_changed(request.user, conversation))
     if not request.htmx:  # a plain form post (no page script): back to the page, saved or not
         return redirect("chat:conversation", conversation_id=conversation.pk)
     if error:
@@ -164,7 +164,7 @@ def pin(request: HtmxHttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
     except Conversation.DoesNotExist:
         raise Http404("No such conversation") from None
     # The user's other tabs list it in its new place too, and show its new button where it is open.
-    async_to_sync(publishing.publish_conversation_changed)(request.user, conversation)
+    async_to_sync(publishing.send_all)(publishing.conversation_changed(request.user, conversation))
     if not request.htmx:
         return redirect("chat:conversation", conversation_id=conversation.pk)
     header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
@@ -191,5 +191,5 @@ def delete(request: AuthenticatedHttpRequest, conversation_id: uuid.UUID) -> Htt
         services.delete_conversation(user=request.user, conversation_id=conversation_id)
     except Conversation.DoesNotExist:
         raise Http404("No such conversation") from None
-    async_to_sync(publishing.publish_conversation_deleted)(request.user, conversation_id)
+    async_to_sync(publishing.send_all)(publishing.conversation_deleted(request.user, conversation_id))
     return redirect("chat:home")
