@@ -36,6 +36,13 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(900)
 
 
+def _as_from_a_terminal() -> None:
+    # Ctrl+C reaches a command typed in a terminal. Tests started where SIGINT is ignored (the
+    # background of a non-interactive shell) pass that on to their children, and Twisted then
+    # leaves it ignored: `up` would not stop on Ctrl+C. It is started as from a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Up:
     """One `manage.py up` in a subprocess, its output in a file."""
 
@@ -48,7 +55,7 @@ class Up:
         with open(self.output_file, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "manage.py", "up", "--host", host, "--port", str(self.port)],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal,
             )  # fmt: skip
 
     @property
