@@ -18,6 +18,7 @@ from questions import selectors as question_selectors
 
 if TYPE_CHECKING:
     from chat.models import Conversation
+    from chat.selectors import ConversationPage
     from project.users import User
 
 
@@ -46,11 +47,14 @@ async def publish_conversation_list(user: User) -> None:
     await send(user_group_name(user.pk), await database_sync_to_async(_conversation_list)(user))
 
 
-def conversation_changed(user: User, conversation: Conversation) -> list[tuple[str, str]]:
-    """(group, html) for a new title or pin, to every tab of the user: the heading where the
-    conversation is open, and the list, in its new order, everywhere. Read and rendered here, in
+def conversation_changed(conversation: Conversation, page: ConversationPage) -> list[tuple[str, str]]:
+    """(group, html) for a new title or pin, to every tab of its owner: the heading where the
+    conversation is open, and the list (`page`, read after the change) everywhere. Rendered in
     the caller's thread (a sync view's), so that sending them needs no database."""
-    return [(conversation.group_name, rendering.conversation_heading(conversation)), (user_group_name(user.pk), _conversation_list(user))]
+    return [
+        (conversation.group_name, rendering.conversation_heading(conversation)),
+        (user_group_name(conversation.owner_id), rendering.conversation_nav(page)),
+    ]
 
 
 def conversation_deleted(user: User, conversation_id: uuid.UUID) -> list[tuple[str, str]]:

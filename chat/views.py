@@ -146,7 +146,8 @@ def rename(request: HtmxHttpRequest, conversation_id: uuid.UUID) -> HttpResponse
     except ClarionError as exc:  # too long, empty, a NUL character
         error = exc.message
     if not error:
-        async_to_sync(publishing.send_all)(publishing.conversation_changed(request.user, conversation))
+        page = selectors.conversations_for_user(user=request.user)
+        async_to_sync(publishing.send_all)(publishing.conversation_changed(conversation, page))
     if not request.htmx:  # a plain form post (no page script): back to the page, saved or not
         return redirect("chat:conversation", conversation_id=conversation.pk)
     if error:
@@ -163,12 +164,12 @@ def pin(request: HtmxHttpRequest, conversation_id: uuid.UUID) -> HttpResponse:
         conversation = services.set_pinned(user=request.user, conversation_id=conversation_id, pinned=request.POST.get("pinned") == "1")
     except Conversation.DoesNotExist:
         raise Http404("No such conversation") from None
+    page = selectors.conversations_for_user(user=request.user)
     # The user's other tabs list it in its new place too, and show its new button where it is open.
-    async_to_sync(publishing.send_all)(publishing.conversation_changed(request.user, conversation))
+    async_to_sync(publishing.send_all)(publishing.conversation_changed(conversation, page))
     if not request.htmx:
         return redirect("chat:conversation", conversation_id=conversation.pk)
     header = render_to_string("chat/_conversation_header.html", {"conversation": conversation}, request=request)
-    page = selectors.conversations_for_user(user=request.user)
     return HttpResponse(header + rendering.conversation_nav(page, current=conversation))
 
 
