@@ -71,11 +71,12 @@ from loadkit import (  # noqa: E402
     ServerProcess,
     Session,
     clarion_env,
-    daphne_command,
     free_port,
     percentile,
     raise_open_files_limit,
 )
+
+from tests.processes import daphne_command  # noqa: E402  (Daphne as `manage.py up` runs it)
 
 LOGS = ROOT / ".data" / "bench-answer-path" / os.environ.get("DATABASE_NAME", "clarion_bench_answer")
 
@@ -264,7 +265,7 @@ class Clarion(_ServedSystem):
     def start(self) -> None:
         for i in range(self.workers):
             port = free_port()
-            self.servers.append(ServerProcess(command=daphne_command("project.asgi:application", port), env=self.env,
+            self.servers.append(ServerProcess(command=daphne_command(port), env=self.env,
                                               port=port, log_path=LOGS / f"{self.key}-{i}.log", name=f"{self.name} #{i}"))  # fmt: skip
 
     def clients(self, count: int, tag: str) -> list[Client]:

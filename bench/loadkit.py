@@ -219,13 +219,6 @@ class ServerProcess:
         self.log.close()
 
 
-def daphne_command(app: str, port: int) -> list[str]:
-    """Daphne as `manage.py up` runs it."""
-    from project.serving import daphne_arguments
-
-    return [sys.executable, "-m", "daphne", *daphne_arguments(host="127.0.0.1", port=port, application=app)]
-
-
 # --- Postgres connections, sampled ----------------------------------------------------------------
 
 
