@@ -151,7 +151,9 @@
   function restoreTyped() {
     typedBeforeSwap.forEach(function (typed) {
       var input = document.getElementById(typed.id);
-      if (!input || input === document.activeElement) return;
+      if (!input) return;
+      // The swapped-in field is empty; htmx may already have given it the focus (a card that came
+      // back over HTTP), so having the focus does not mean the person typed into it.
       if (!input.value) input.value = typed.value;
       if (typed.focused) {
         input.focus({ preventScroll: true });

@@ -256,6 +256,45 @@ def test_a_late_render_neither_undoes_an_answer_nor_takes_the_focus_from_the_ans
     assert [r["answers"] for r in tool_result(fake, "call_late")["answers"]] == [["Atlas"], ["Annual review"]]
 
 
+def test_a_card_that_comes_back_over_http_keeps_what_is_being_typed_in_it(model_server, browser_context):
+    """A card whose clock starts once it is on screen comes back as the response of that start,
+    and the person may be typing in its answer field by then: the field keeps their text and the
+    focus (htmx gives the new field the focus before the page puts the text back)."""
+    server, fake = model_server
+    script(fake, ask_user(question("What should it be called?", ["Draft", "Final"]), id="call_http"), Reply.text("Named."))
+    _, page = user_with_page(browser_context, server.url, "hugo")
+    send(page, "start a report")
+    card = page.locator(".question-card")
+    field = pending_card(page).locator(".custom-answer input")
+    field.focus()
+    # The clock's start goes out before the first key; its response, the card as rendered then,
+    # arrives after the person has typed a word.
+    rendered = card.evaluate("el => el.outerHTML")
+    held: list = []
+    page.route("**/resume/", lambda route: held.append(route))
+    page.evaluate(
+        """() => {
+            const el = document.querySelector(".question-pending");
+            htmx.ajax("POST", el.dataset.resumeUrl, { source: el, target: "#" + el.closest(".question-card").id, swap: "outerHTML" });
+        }"""
+    )
+    for _ in range(250):
+        if held:
+            break
+        page.wait_for_timeout(20)
+    page.keyboard.type("Annual")
+    page.evaluate("() => { window.__before = document.querySelector('.question-card .custom-answer input'); }")
+    held[0].fulfill(status=200, content_type="text/html", body=rendered)
+    page.wait_for_function("() => !window.__before.isConnected")
+    expect(field).to_have_value("Annual")
+    expect(field).to_be_focused()
+    page.keyboard.type(" review")
+    page.keyboard.press("Enter")
+    expect(card.locator(".question-receipt.answered .receipt-answer")).to_have_text("Annual review")
+    expect(page.locator(".message-assistant .markdown")).to_contain_text("Named.")
+    assert tool_result(fake, "call_http")["answers"][0]["answers"] == ["Annual review"]
+
+
 # --- 3. multi-select -------------------------------------------------------------------------------
 
 
