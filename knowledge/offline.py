@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from knowledge.citations import MARKER
-from knowledge.ranking import query_terms
+from knowledge.ranking import QuestionShape, query_terms
 from knowledge.schemas import DraftAnswer, GateDecision, VerificationDecision
 from knowledge.text import Unit, name_parts, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
 
@@ -39,11 +39,11 @@ ASKING_PHRASES = (
     "i'd like to know", "how to", "where can i", "is there", "any idea", "what's", "whats", "hows", "how's",
     "walk me through", "guide me",
 )  # fmt: skip
-ANSWER_UNITS = 4
+ANSWER_UNITS = 6
 # The share of the question's weight (idf, so rare words count most) that the quoted passage —
 # with its section's headings and its page title — must cover, and that the quoted piece itself
 # must carry: a lone common word ("model") does not make an answer.
-MIN_COVERAGE = 0.62
+MIN_COVERAGE = 0.6
 MIN_OWN = 0.3
 SUPPORTED_COVERAGE = 0.8
 RELATIVE_CUTOFF = 0.55
@@ -120,7 +120,9 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             text = f"{around} {unit.text}"
         if unit.kind != "code":
             weak |= name_parts(text)
-        grouped.setdefault(unit.section, []).append(_Piece(unit, frozenset(terms(text)), weak, frozenset(terms(unit.link_text))))
+        # A sentence that is mostly links names other pages; a link inside a statement is part of it.
+        linking = frozenset(terms(unit.link_text)) if unit.linked else frozenset()
+        grouped.setdefault(unit.section, []).append(_Piece(unit, frozenset(terms(text)), weak, linking))
     sections = {}
     for number, pieces in grouped.items():
         path = document.section_headings[number] if number < len(document.section_headings) else ()
@@ -157,15 +159,56 @@ def _local_weights(wanted: list[str], analysed: list[_Analysed]) -> dict[str, fl
 
 
 # Code is the answer when the question asks how to do something — anywhere in it ("…? How do I do
-# that?") — or asks for the syntax, a command, an example or what to write.
+# that?") — or asks for the syntax, a command, an example or what to write, or for a way to
+# change what something does.
+_SWITCH = (
+    r"\bis there (?:a|an|any) (?:way|option|setting|flag|config\w*)\b|\bturn (?:\w+ )?(?:off|on)\b"
+    r"|\b(?:disable|enable|configure|settings?|options?|flags?)\b"
+)
 _HOW_TO = re.compile(
     r"^\s*(?:how|show me|example)\b|\bhow (?:do|can|should|would|to)\b|\b(?:syntax|snippet|example)\b"
-    r"|\bwhat (?:do|should) i (?:put|write|add|type|set|use)\b|\bwhat(?:'s| is) the (?:command|code)\b",
+    r"|\bwhat (?:do|should) i (?:put|write|add|type|set|use)\b|\bwhat(?:'s| is) the (?:command|code)\b"
+    rf"|{_SWITCH}|\bcan i\b",
     re.IGNORECASE,
 )
+# A question after a way to change what something does ("is there a way to…", "how do I turn that
+# off?") is answered first by an option or setting written as code (`--skip-string-normalization`,
+# `profile = "black"`).
+_ASKS_FOR_A_SWITCH = re.compile(_SWITCH, re.IGNORECASE)
+_ACTIONABLE = re.compile(r"`-{1,2}[\w-]+|`[\w.]+\s*=|`[^`]*\s-{1,2}[a-z]")
 
 
 _DEFAULT = terms("default")[0]
+
+# A question that asks for a quantity ("how many workers", "what is the timeout") is answered by a
+# passage that states a number ("#1128", an issue, is none); one that asks what something is by
+# default, by a passage that states a value of any kind and says what the default is.
+_QUANTITY = re.compile(
+    r"\bhow (?:many|much|long|often|big|large|fast|wide)\b"
+    r"|^\W*(?:what|which)\b(?:\W+\w+){0,3}?\W+(?:port|timeout|size|width|length|depth|level|limit|maximum|minimum|max|min"
+    r"|number|count|versions?|percentage|rate|interval|delay|quality|age|expiry|lifetime)\b",
+    re.IGNORECASE,
+)
+_ASKS_DEFAULT = re.compile(r"^\W*(?:what|which|how)\b.*\bdefaults?\b", re.IGNORECASE)
+_NUMBER = re.compile(r"(?<![#\d])\d")
+_VALUE = re.compile(r"\d|`[^`]+`|\"[^\"]+\"|'[^' ]+'|\b(?:True|False|None|[A-Z][A-Z0-9_]{1,})\b")
+
+
+@dataclass(frozen=True)
+class _Asks:
+    """What a question asks for, beyond its words."""
+
+    value: re.Pattern[str] | None  # what a quotable piece must state
+    default: bool  # what something is by default: the section must say "default"
+    names: frozenset[str]  # the names of its asking sentences: the page must have each
+
+    @classmethod
+    def of(cls, question: str) -> _Asks:
+        asks_default = bool(_ASKS_DEFAULT.search(question))
+        value = _NUMBER if _QUANTITY.search(question) else _VALUE if asks_default else None
+        return cls(value=value, default=asks_default, names=QuestionShape.of(question).asked_names)
+
+
 # A question needs two pages when it asks about two things: "A and B", "A or B", "A vs B", "A, B".
 _TWO_THINGS = re.compile(r"\b(?:and|or|vs|versus|both|between|difference)\b|,", re.IGNORECASE)
 
@@ -191,6 +234,7 @@ def answer(
     weight = {t: max(0.05, weight.get(t, max(weight.values(), default=1.0))) for t in wanted}
     total = sum(weight.values())
     how_to = bool(_HOW_TO.search(question))
+    asks_for_a_switch = bool(_ASKS_FOR_A_SWITCH.search(question))
     asks_default = _DEFAULT in wanted
     wanted_set = frozenset(wanted)
 
@@ -238,10 +282,25 @@ def answer(
                     score -= 0.3
                 if piece.unit.kind == "code" and how_to:
                     score += 0.15
+                elif asks_for_a_switch and _ACTIONABLE.search(piece.unit.text):
+                    score += 0.3
                 if piece.unit.kind == "item" and len(words(piece.unit.text)) < 4:
                     score -= 0.2  # a bare name in a list says nothing on its own
                 candidates.append(_Candidate(score, coverage, own, number, key, piece))
-    qualified = [c for c in candidates if c.coverage >= MIN_COVERAGE and c.own >= MIN_OWN]
+    asks = _Asks.of(question)
+    page_terms = [info.vocabulary | frozenset(terms(src[0])) for info, src in zip(analysed, sources, strict=True)]
+
+    def qualifies(c: _Candidate) -> bool:
+        section = analysed[c.source - 1].sections[c.section]
+        return (
+            c.coverage >= MIN_COVERAGE
+            and c.own >= MIN_OWN
+            and (asks.value is None or bool(asks.value.search(c.piece.unit.text)))
+            and (not asks.default or _DEFAULT in section.terms)
+            and asks.names <= page_terms[c.source - 1]
+        )
+
+    qualified = [c for c in candidates if qualifies(c)]
     if not qualified:
         if not _TWO_THINGS.search(question):
             return DraftAnswer(answer="", answered_from_sources=False)

@@ -11,12 +11,15 @@ The same weights decide, in the offline answer step, whether a passage covers th
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from knowledge.text import parse_cached, split_sentences, term_list, terms
+from wordfreq import zipf_frequency
+
+from knowledge.text import CASED_TOKEN, parse_cached, split_sentences, term_list, terms
 
 K1 = 1.2
 B = 0.75
@@ -25,6 +28,13 @@ HEADING_WEIGHT = 2  # likewise a term in the headings above the section
 PAGE_SHARE = 1.0  # the page-level BM25 is added to the best section's score
 SECTION_EXTRA = 20  # added to every section's length: a two-line section is not a page
 HEADING_MATCH = 1.0  # offline selection: a restated heading adds this share of its terms' weight
+# A plain word's weight by how common it is in English (its Zipf frequency: 6 is "see", 4 is
+# "indentation"): full up to COMMON_FROM, falling to COMMONEST_FACTOR at COMMONEST.
+COMMON_FROM = 4.0
+COMMONEST = 6.0
+COMMONEST_FACTOR = 0.3
+OWN_IDENTIFIER = 0.1  # an identifier of the asker's own that no page uses
+SCENE_WORD = 0.3  # a term found only in the sentences that do not ask
 
 
 @dataclass(frozen=True)
@@ -110,14 +120,32 @@ class Corpus:
         return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
     def weights(self, question: str) -> dict[str, float]:
-        """Each question term's idf. A name no page uses (Redis, QUIC) is what the pages lack and
-        weighs the most; a plain word no page uses is as often the user's word for something the
-        pages say otherwise ("cap" for "limit"), and weighs as a word one page uses."""
-        named = _named_terms(question)
-        return {
-            term: self.idf(term) if term in named or self.document_frequency.get(term) else self.idf_of_rarest
-            for term in query_terms(question)
-        }
+        """Each question term's weight: its idf, with what the words of a question say about the
+        term beside what the pages say.
+
+        - A name no page uses (Redis, QUIC) is what the pages lack and weighs the most.
+        - A plain word no page uses is as often the user's word for something the pages say
+          otherwise ("cap" for "limit"), and weighs as a word one page uses; an identifier of the
+          asker's own (`total_qty`, `app.main`) that no page uses weighs next to nothing.
+        - A plain word the pages do use weighs less the more common it is in English ("keep",
+          "stop" against "indentation"): a handful of pages is too few to tell that from its idf.
+        - Words only in the sentences that set the scene ("I set x = 0 in the loop. …") weigh
+          less than those of the sentences that ask.
+        """
+        shape = QuestionShape.of(question)
+        out: dict[str, float] = {}
+        for term in query_terms(question):
+            used = bool(self.document_frequency.get(term))
+            if term in shape.named:
+                weight = self.idf(term)
+            elif used:
+                weight = self.idf(term) * _plain_word_factor(shape.commonness.get(term, 0.0))
+            else:
+                weight = self.idf_of_rarest
+            if not used and term in shape.code:
+                weight *= OWN_IDENTIFIER
+            out[term] = weight if term in shape.asked else weight * SCENE_WORD
+        return out
 
     @property
     def idf_of_rarest(self) -> float:
@@ -172,14 +200,76 @@ def query_terms(question: str) -> list[str]:
 
 
 _WORD_SHAPE = re.compile(r"[A-Za-z][\w-]*")
+# A token written as code: snake_case, dotted.names, calls, paths, assignments, camelCase.
+_CODE_SHAPE = re.compile(r"\S*(?:[_.(){}\[\]=/\\]|[a-z][A-Z])\S*")
+_CODE_SPAN = re.compile(r"`([^`]+)`")
+_ASKING_OPENING = re.compile(
+    r"^\W*(?:how|what|why|when|where|which|who|whom|whose|can|could|does|do|did|is|are|was|were|should|shall|will|would"
+    r"|may|might|has|have|any|anyone|tell|explain|show)\b",
+    re.IGNORECASE,
+)
 
 
-def _named_terms(question: str) -> frozenset[str]:
-    """Terms of the words written as names: capitalised inside a sentence, or in capitals (QUIC)."""
+@dataclass(frozen=True)
+class QuestionShape:
+    """What the way a question is written says about its terms."""
+
+    named: frozenset[str]  # written as names: capitalised inside a sentence, or in capitals (QUIC)
+    asked_names: frozenset[str]  # the names of the sentences that ask
+    asked: frozenset[str]  # the terms of the sentences that ask
+    code: frozenset[str]  # the terms of tokens written as code
+    commonness: dict[str, float]  # each term's English Zipf frequency (of its most common word)
+
+    @classmethod
+    def of(cls, question: str) -> QuestionShape:
+        sentences = split_sentences(question)
+        asking = asking_sentences(sentences)
+        asked = frozenset(t for sentence in asking for t in term_list(sentence))
+        if len(asked) < 2:
+            asked = frozenset(term_list(question))  # "How do I do that?": the topic is in the sentences before it
+        code: set[str] = set()
+        for token in _CODE_SHAPE.findall(question):
+            code.update(term_list(token.strip("`'\",.:;?!")))
+        for span in _CODE_SPAN.findall(question):
+            code.update(term_list(span))
+        commonness: dict[str, float] = {}
+        for token in CASED_TOKEN.findall(question):
+            frequency = _english_zipf(token.lower())
+            for term in term_list(token):
+                commonness[term] = max(commonness.get(term, 0.0), frequency)
+        return cls(
+            named=_named_terms(sentences),
+            asked_names=_named_terms(asking),
+            asked=asked,
+            code=frozenset(code),
+            commonness=commonness,
+        )
+
+
+def asking_sentences(sentences: list[str]) -> list[str]:
+    """The sentences that ask: with a "?", an interrogative opening, or the last one (whose "?"
+    the gate may have taken off)."""
+    last = len(sentences) - 1
+    return [s for i, s in enumerate(sentences) if "?" in s or _ASKING_OPENING.match(s) or i == last]
+
+
+def _named_terms(sentences: list[str]) -> frozenset[str]:
     named: list[str] = []
-    for sentence in split_sentences(question):
+    for sentence in sentences:
         for index, match in enumerate(_WORD_SHAPE.finditer(sentence)):
             word = match.group(0)
             if (index and word[0].isupper()) or (len(word) > 1 and word.isupper()):
                 named.extend(terms(word))
     return frozenset(named)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _english_zipf(word: str) -> float:
+    return zipf_frequency(word, "en")
+
+
+def _plain_word_factor(zipf: float) -> float:
+    if zipf <= COMMON_FROM:
+        return 1.0
+    share = min(1.0, (zipf - COMMON_FROM) / (COMMONEST - COMMON_FROM))
+    return 1.0 - (1.0 - COMMONEST_FACTOR) * share

@@ -73,7 +73,7 @@ def _token_terms(token: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-_CASED_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[./\-_+][A-Za-z0-9]+)*")
+CASED_TOKEN = re.compile(r"[A-Za-z0-9]+(?:[./\-_+][A-Za-z0-9]+)*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
@@ -81,7 +81,7 @@ def term_list(text: str) -> list[str]:
     """Every term of a text, repeats included (for term frequencies). A CamelCase name is a
     term and so are its words: `SessionMiddleware` is found by "session middleware"."""
     out: list[str] = []
-    for token in _CASED_TOKEN.findall(text):
+    for token in CASED_TOKEN.findall(text):
         lowered = token.lower()
         out.extend(_token_terms(lowered))
         if token != lowered and token != token.upper() and not token[1:].islower():
@@ -96,7 +96,7 @@ def name_parts(text: str) -> frozenset[str]:
     "manager" in `TransformerManager` — the text is about the name, not about those words."""
     whole: set[str] = set()
     parts: set[str] = set()
-    for token in _CASED_TOKEN.findall(text):
+    for token in CASED_TOKEN.findall(text):
         found = term_list(token)
         if len(found) > 1:
             whole.add(found[0])
@@ -174,10 +174,21 @@ def strip_html(text: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", "".join(out))
 
 
+# An interpreted-text role, reStructuredText's (:class:`~pkg.Name`) or MyST's ({py:func}`name`):
+# written as the code it names ("~" keeps the last part, as Sphinx shows it); ``literal`` too.
+_ROLE = re.compile(r"(?::[\w:.+-]+:|\{[\w:.+-]+\})`(~?)([^`]+)`")
+_RST_LITERAL = re.compile(r"``(?=\S)([^`]+?)``")
+
+
+def strip_roles(text: str) -> str:
+    text = _ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`", text)
+    return _RST_LITERAL.sub(r"`\1`", text)
+
+
 def inline_text(text: str) -> str:
     """One line of Markdown as plain prose: links as their text, no inline HTML, no emphasis marks
     around whole words (`**bold**` → bold), code spans kept."""
-    text = strip_html(strip_links(text))
+    text = strip_html(strip_links(strip_roles(text)))
     text = re.sub(r"(?<![\w*])(\*\*|__)(?=\S)(.+?)(?<=\S)\1(?![\w*])", r"\2", text)
     return " ".join(text.split())
 
@@ -215,7 +226,7 @@ _RST_UNDERLINE = re.compile(r"^([=\-~^\"'#*+:.`])\1{2,}\s*$")
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+#.-]*)")
 _ADMONITION = re.compile(r"^(?:!!!|\?\?\?\+?)\s*([\w-]+)(?:\s+\"([^\"]*)\")?\s*$|^===\+?\s+\"([^\"]*)\"\s*$")
 _MKDOCSTRINGS = re.compile(r"^:::\s+[\w.]+\s*$")  # an API reference generated at build time
-_RST_DIRECTIVE = re.compile(r"^\.\.\s+([\w-]+)::\s*(.*)$")
+_RST_DIRECTIVE = re.compile(r"^\.\.\s+([\w:-]+)::\s*(.*)$")
 _RST_PROSE_DIRECTIVES = {
     "note",
     "warning",
@@ -231,7 +242,42 @@ _RST_PROSE_DIRECTIVES = {
     "versionadded",
     "versionchanged",
     "deprecated",
+    "topic",
+    "sidebar",
+    "container",
+    "only",
+    "dropdown",
+    "tab",
+    "group-tab",
+    "list-table",
+    "glossary",
 }
+# Sphinx's descriptions of an API object: the signature names a section of its own, and the body
+# (its parameters, return value, notes) is prose.
+_RST_OBJECT_DIRECTIVES = {
+    "class",
+    "function",
+    "method",
+    "attribute",
+    "property",
+    "data",
+    "exception",
+    "classmethod",
+    "staticmethod",
+    "decorator",
+    "decoratormethod",
+    "coroutinefunction",
+    "coroutinemethod",
+    "type",
+    "envvar",
+    "option",
+    "cmdoption",
+    "confval",
+    "describe",
+    "object",
+}
+# A field of a description: ":param int limit: …", ":returns: …", ":raises ValueError: …".
+_RST_FIELD = re.compile(r"^:([\w-]+)(?:\s+([^:]+))?:\s*(.*)$")
 _RST_CODE_DIRECTIVES = {"code-block", "code", "sourcecode"}
 _TABLE_DELIMITER = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _HTML_BLOCK = re.compile(r"^</?[a-zA-Z][\w:-]*(?:\s[^>]*)?/?>.*$|^<!--")
@@ -246,6 +292,39 @@ def _dedent(lines: list[str], width: int) -> list[str]:
     if width <= 0:
         return list(lines)
     return [line[min(width, len(line) - len(line.lstrip(" \t"))) :] for line in lines]
+
+
+def _description_body(body: list[str], *, parent: str) -> list[str]:
+    """The body of an API object's description as prose: its fields as list items ("`limit` — …")
+    and the objects described inside it named with it ("ClientSession.get")."""
+    out: list[str] = []
+    for line in body:
+        stripped = line.strip()
+        nested = _RST_DIRECTIVE.match(stripped) if line[:1] not in (" ", "\t") else None
+        if nested and nested.group(1).lower().rsplit(":", 1)[-1] in _RST_OBJECT_DIRECTIVES and parent:
+            signature = nested.group(2).strip()
+            if not signature.startswith(parent.rsplit(".", 1)[-1] + "."):
+                signature = f"{parent.rsplit('.', 1)[-1]}.{signature}"
+            out.append(f".. {nested.group(1)}:: {signature}")
+            continue
+        field = _RST_FIELD.match(line) if line[:1] not in (" ", "\t") else None
+        if field:
+            kind, argument, text = field.group(1).lower(), (field.group(2) or "").strip(), field.group(3)
+            if kind in ("type", "vartype", "rtype"):
+                label = f"`{argument.split()[-1]}` is of type" if argument else "Returns type"
+            elif argument:
+                label = f"`{argument.split()[-1]}`" + (f" ({' '.join(argument.split()[:-1])})" if len(argument.split()) > 1 else "")
+                label = (
+                    label
+                    if kind in ("param", "parameter", "arg", "argument", "key", "keyword", "kwarg", "var", "ivar", "cvar")
+                    else f"{kind.capitalize()} {label}"
+                )
+            else:
+                label = kind.capitalize()
+            out.append(f"- {label}: {text}" if text else f"- {label}:")
+            continue
+        out.append(line)
+    return out
 
 
 def _heading_text(text: str) -> str:
@@ -315,13 +394,22 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
                 lead = last if last.endswith(":") else ""
                 return
 
-    def open_heading(level: int, text: str) -> None:
-        nonlocal lead
+    # The level of the page's own last heading: API objects described under it are one deeper,
+    # each a sibling of the others (a method's name carries its class's).
+    page_level = 0
+
+    def object_level() -> int:
+        return page_level + 1
+
+    def open_heading(level: int, text: str, *, describes: bool = False) -> None:
+        nonlocal lead, page_level
         flush()
         lead = ""
         text = _heading_text(text)
         if not text:
             return
+        if not describes:
+            page_level = level
         headings.append((level, text))
         while stack and stack[-1][0] >= level:
             stack.pop()
@@ -378,13 +466,26 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
 
         if directive := _RST_DIRECTIVE.match(stripped):
             flush()
-            name = directive.group(1).lower()
+            name = directive.group(1).lower().rsplit(":", 1)[-1]  # "py:class" is "class"
+            signature_lines = [directive.group(2).strip()]
             j = i + 1
+            while signature_lines[-1].endswith("\\") and j < len(lines):  # a signature continued on the next line
+                signature_lines.append(lines[j].strip())
+                j += 1
+            signature = " ".join(line.removesuffix("\\").strip() for line in signature_lines)
             body = []
             while j < len(lines) and (not lines[j].strip() or lines[j][:1].isspace()):
                 body.append(lines[j])
                 j += 1
             width = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+            if name in _RST_OBJECT_DIRECTIVES and signature:
+                object_name = re.match(r"[^\s(=\[]+", signature)
+                open_heading(object_level(), object_name.group(0) if object_name else signature, describes=True)
+                if re.search(r"[(=]", signature):
+                    add("code", "\n".join(signature_lines), lang="python")  # as written, so it is found in the page
+                lines[i + 1 : j] = _description_body(_dedent(body, width), parent=object_name.group(0) if object_name else "")
+                i += 1
+                continue
             if name in _RST_PROSE_DIRECTIVES:
                 first = directive.group(2).strip()
                 lines[i + 1 : j] = ([first, ""] if first and name != "admonition" else []) + _dedent(body, width)
@@ -570,7 +671,13 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
                 if _quotable(sentence):
                     out.append(
                         Unit(
-                            sentence, block.heading, len(out), linked=bool(inside), kind="sentence", section=block.section, link_text=inside
+                            sentence,
+                            block.heading,
+                            len(out),
+                            linked=_points_elsewhere(sentence, inside),
+                            kind="sentence",
+                            section=block.section,
+                            link_text=inside,
                         )
                     )
         elif block.kind == "item":
@@ -598,6 +705,12 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
     return tuple(out)
 
 
+def _points_elsewhere(sentence: str, link_text: str) -> bool:
+    """A sentence that is mostly its links ("See [Configuration](...)") sends the reader elsewhere; a
+    link inside a sentence that says something of its own does not."""
+    return bool(link_text) and 2 * len(words(link_text)) >= len(words(sentence))
+
+
 def _is_link_only(text: str) -> bool:
     return len(words(text)) <= 6 and not text.rstrip().endswith((".", "!", "?"))
 
@@ -616,7 +729,7 @@ def _quotable(sentence: str) -> bool:
 
 def normalise_for_match(text: str) -> str:
     """Lower-cased words joined by single spaces: markup, punctuation and markers do not count."""
-    return " ".join(words(strip_html(strip_links(text))))
+    return " ".join(words(strip_html(strip_links(strip_roles(text)))))
 
 
 def squash(text: str) -> str:

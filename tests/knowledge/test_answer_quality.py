@@ -2,7 +2,7 @@
 
 from knowledge import offline
 from knowledge.ranking import Corpus
-from knowledge.text import split_sentences
+from knowledge.text import split_sentences, terms
 
 HIERARCHY = """# Exceptions
 
@@ -143,3 +143,96 @@ def test_two_pages_that_each_share_a_word_do_not_answer_a_question_about_one_thi
     grammar = "# Grammar\n\nContext managers may be wrapped in parentheses.\n"
     draft = offline.answer(question="Who is the current manager?", sources=[("Tags", tags), ("Grammar", grammar)])
     assert not draft.answered_from_sources
+
+
+# --- what a question asks for, beyond its words ----------------------------------------------------
+
+
+def answer_from(pages: list[tuple[str, str, str, str]], question: str):
+    """The answer step as the pipeline runs it: the build's weights, the pages in the selection's order."""
+    corpus = Corpus.build(pages)
+    ranked = corpus.rank(question, limit=4, restated_headings=True)
+    sources = [corpus.pages[r.source_id][1:4] for r in ranked]
+    return offline.answer(question=question, sources=sources, weights=corpus.weights(question))
+
+
+def page(content: str, name: str = "page.md") -> tuple[str, str, str, str]:
+    return (name, content.splitlines()[0].lstrip("# "), content, "markdown")
+
+
+OTHER = page("# Logging\n\nThe access log has one line per request.\n", "logging.md")
+
+
+def test_a_question_after_a_number_is_not_answered_by_a_passage_without_one():
+    question = "What port number does the server listen on by default?"
+    unsaid = page("# Server\n\nThe server listens on the default port when you run `serve`.\n")
+    assert not answer_from([unsaid, OTHER], question).answered_from_sources
+    said = page("# Server\n\nThe server listens on port 45484 by default when you run `serve`.\n")
+    draft = answer_from([said, OTHER], question)
+    assert "45484" in draft.answer and draft.citations == [1]
+
+
+def test_an_issue_number_is_not_the_number_asked_for():
+    notes = page("# Changes\n\n- The compression level of the middleware is now adjustable - #1128.\n")
+    assert not answer_from([notes, OTHER], "What compression level does the middleware use?").answered_from_sources
+
+
+def test_a_question_after_a_default_needs_a_section_that_says_what_the_default_is():
+    question = "What is the default number of retries of the client?"
+    example = page("# Retries\n\nThe client retries a request `3` times when you pass `retries=3`.\n")
+    assert not answer_from([example, OTHER], question).answered_from_sources
+    said = page("# Retries\n\nThe client retries a request `3` times by default.\n")
+    assert "`3` times by default" in answer_from([said, OTHER], question).answer
+
+
+def test_a_name_the_question_asks_about_must_be_on_the_page_that_answers():
+    pages = [
+        ("migrations.md", "Migrations", "# Migrations\n\nRun database migrations with Alembic before you start the app.\n", "markdown"),
+        ("frameworks.md", "Frameworks", "# Frameworks\n\nThe toolkit was inspired by Django and Flask.\n", "markdown"),
+    ]
+    corpus = Corpus.build(pages)
+    question = "How do I run database migrations with Django?"
+    draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in pages], weights=corpus.weights(question))
+    assert not draft.answered_from_sources
+    question = "How do I run database migrations with Alembic?"
+    draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in pages], weights=corpus.weights(question))
+    assert draft.answer.startswith("Run database migrations with Alembic") and draft.citations == [1]
+
+
+STRINGS = """# Style
+
+## Strings
+
+The formatter prefers double quotes over single quotes. Having one kind of quotes everywhere reduces
+reader distraction. If your project keeps [single quotes for data](https://example.org/quotes), you
+can pass `--skip-string-normalization` on the command line.
+"""
+
+
+def test_a_question_after_a_way_to_change_something_gets_the_option_and_a_link_inside_a_sentence_is_no_detour():
+    draft = answer_from([page(STRINGS), OTHER], "Is there a way to keep my single quotes?")
+    assert "`--skip-string-normalization`" in draft.answer
+    assert offline.verify(draft=draft.answer, sources=[STRINGS]).is_good_enough
+
+
+# --- how the words of a question weigh -------------------------------------------------------------
+
+WORDS = [
+    ("style.md", "Style", "# Style\n\nKeep the indentation of nested blocks.\n", "markdown"),
+    ("api.md", "API", "# API\n\nThe `total` of a loop is counted by the client.\n", "markdown"),
+    ("other.md", "Other", "# Other\n\nNothing about it here.\n", "markdown"),
+]
+
+
+def test_a_plain_word_common_in_english_weighs_less_than_a_rarer_one_the_pages_use_as_often():
+    weights = Corpus.build(WORDS).weights("keep indentation")
+    assert weights["keep"] < 0.6 * weights[terms("indentation")[0]]
+
+
+def test_the_askers_own_identifiers_and_scene_setting_words_weigh_less_than_what_is_asked():
+    corpus = Corpus.build(WORDS)
+    weights = corpus.weights("I set my_total_qty = 0 inside the loop and it stays 0 after it. How do I carry a value out of a loop?")
+    assert weights["my_total_qty"] < 0.2 * corpus.idf_of_rarest  # no page uses it, and it is written as code
+    assert weights[terms("stays")[0]] < weights[terms("carry")[0]]  # the scene's word, and the asking sentence's
+    # A name no page uses is what the pages lack, wherever it is.
+    assert corpus.weights("How do I use it with Redis?")[terms("Redis")[0]] > corpus.idf_of_rarest

@@ -306,3 +306,48 @@ def test_content_tabs_are_prose_and_generated_api_references_are_skipped():
     assert ("code", "pip install thing") in found
     assert ("sentence", "Conda users install it from conda-forge instead.") in found
     assert not any("===" in t or ":::" in t or "show_source" in t for _, t in found)
+
+
+# ---- Sphinx's descriptions of API objects are sections of their own, their fields list items
+
+REFERENCE = """Client reference
+================
+
+.. class:: Session(base_url=None, *, \\
+                   timeout=300)
+
+   The class for making requests, with :class:`~pool.ConnectionPool` underneath.
+
+   :param str base_url: Base part of the URL (optional)
+      joined to relative URLs.
+
+   :param timeout: seconds before a request gives up, ``300`` by default.
+
+   .. method:: get(url)
+
+      Send a GET request to the given URL.
+
+   .. attribute:: closed
+
+      ``True`` once the session is closed.
+
+      .. versionadded:: 3.1
+"""
+
+
+def test_rst_object_descriptions_are_sections_and_their_fields_are_items():
+    found = units(REFERENCE, kind="rst")
+    assert [(u.kind, u.heading, u.text) for u in found] == [
+        ("code", "Session", "Session(base_url=None, *, \\\ntimeout=300)"),
+        ("sentence", "Session", "The class for making requests, with `ConnectionPool` underneath."),
+        ("item", "Session", "`base_url` (str): Base part of the URL (optional) joined to relative URLs."),
+        ("item", "Session", "`timeout`: seconds before a request gives up, `300` by default."),
+        ("code", "Session.get", "Session.get(url)"),
+        ("sentence", "Session.get", "Send a GET request to the given URL."),
+        ("sentence", "Session.closed", "`True` once the session is closed."),
+    ]
+    corpus = Corpus.build([("client.rst", "Client reference", REFERENCE, "rst")])
+    question = "What is the default timeout of a Session?"
+    draft = offline.answer(question=question, sources=[("Client reference", REFERENCE, "rst")], weights=corpus.weights(question))
+    assert "`300` by default" in draft.answer
+    assert offline.verify(draft=draft.answer, sources=[REFERENCE]).is_good_enough
