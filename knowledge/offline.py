@@ -13,7 +13,9 @@ so the graph is identical with or without a model:
   verbatim with [n] citations under the heading that gives them their subject; a whole short
   section when it is short enough; a second source when it brings most of what the first leaves
   uncovered, or two pages together when the question asks about two things. Silence when nothing
-  covers it, and rather than an example that only sets a value asked for by default.
+  covers it, and rather than an example that only sets a value asked for by default, a passage
+  with no number for "how many…", a section that never says what the default is for "what is the
+  default…", or a page without a name the question asks about.
 - verification: every sentence must cite a source and be found in (or almost entirely covered
   by the words of) what it cites; every quoted code block or table row must be in its source.
 """
