@@ -47,6 +47,12 @@ ANSWER_UNITS = 6
 # must carry: a lone common word ("model") does not make an answer.
 MIN_COVERAGE = 0.6
 MIN_OWN = 0.3
+# A long question tells the asker's circumstances as well as what they ask ("I set x in the loop
+# and it stays 0. How do I carry a value out of a loop?"): past TERMS_COVERED_WHOLE terms, the
+# share a passage must cover (and carry itself) falls by COVERAGE_PER_TERM a term, to LEAST_COVERAGE.
+TERMS_COVERED_WHOLE = 6
+COVERAGE_PER_TERM = 0.03
+LEAST_COVERAGE = 0.35
 SUPPORTED_COVERAGE = 0.8
 RELATIVE_CUTOFF = 0.55
 SHORT_SECTION_CHARS = 600
@@ -290,13 +296,14 @@ def answer(
                     score -= 0.2  # a bare name in a list says nothing on its own
                 candidates.append(_Candidate(score, coverage, own, number, key, piece))
     asks = _Asks.of(question)
+    needed = max(LEAST_COVERAGE, MIN_COVERAGE - COVERAGE_PER_TERM * max(0, len(wanted) - TERMS_COVERED_WHOLE))
     page_terms = [info.vocabulary | frozenset(terms(src[0])) for info, src in zip(analysed, sources, strict=True)]
 
     def qualifies(c: _Candidate) -> bool:
         section = analysed[c.source - 1].sections[c.section]
         return (
-            c.coverage >= MIN_COVERAGE
-            and c.own >= MIN_OWN
+            c.coverage >= needed
+            and c.own >= MIN_OWN * needed / MIN_COVERAGE
             and (asks.value is None or bool(asks.value.search(c.piece.unit.text)))
             and (not asks.default or _DEFAULT in section.terms)
             and asks.names <= page_terms[c.source - 1]
@@ -308,7 +315,7 @@ def answer(
             return DraftAnswer(answer="", answered_from_sources=False)
         return _from_two_sources(wanted_set, candidates, analysed, sources, mass=mass, total=total, max_chars=max_chars)
     best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
-    chosen = _from_section(best, candidates, analysed, max_units=max_units)
+    chosen = _from_section(best, candidates, analysed, max_units=max_units, how_to=how_to)
     section = analysed[best.source - 1].sections[best.section]
     covered = set(wanted) & (section.terms | section.context | frozenset(terms(sources[best.source - 1][0])))
     missing = set(wanted) - covered
@@ -366,8 +373,11 @@ def _from_two_sources(
     return _render([best_pair[1], best_pair[2]], analysed, titles=[src[0] for src in sources], max_chars=max_chars)
 
 
-def _from_section(best: _Candidate, candidates: list[_Candidate], analysed: list[_Analysed], *, max_units: int) -> list[_Candidate]:
-    """The best piece and its neighbours worth quoting: the whole section when it is short."""
+def _from_section(
+    best: _Candidate, candidates: list[_Candidate], analysed: list[_Analysed], *, max_units: int, how_to: bool = False
+) -> list[_Candidate]:
+    """The best piece and its neighbours worth quoting: the whole section when it is short; for a
+    question that asks how, the section's example too."""
     section = analysed[best.source - 1].sections[best.section]
     if section.chars <= SHORT_SECTION_CHARS and len(section.pieces) <= max_units:
         scored = {c.piece.unit.position: c for c in candidates if c.source == best.source and c.section == best.section}
@@ -375,6 +385,9 @@ def _from_section(best: _Candidate, candidates: list[_Candidate], analysed: list
     same = [c for c in candidates if c.source == best.source and c.section == best.section and c.score >= RELATIVE_CUTOFF * best.score]
     same.sort(key=lambda c: -c.score)
     picked = [best] + [c for c in same if c is not best][: max_units - 1]
+    if how_to and not any(c.piece.unit.kind == "code" for c in picked):
+        examples = [c for c in candidates if c.source == best.source and c.section == best.section and c.piece.unit.kind == "code"]
+        picked += sorted(examples, key=lambda c: -c.score)[:1]
     leads = {c.piece.unit.lead for c in picked if c.piece.unit.kind == "item" and c.piece.unit.lead}
     if leads:
         # The whole list a lead-in introduces, not a few of its items.

@@ -185,8 +185,16 @@ class Corpus:
         return [RankedPage(self.source_ids[doc], self.titles[doc], round(score, 4)) for score, doc in scored[:limit] if score > 0]
 
 
-# Words that frame a question rather than name its topic ("what is the difference between …").
-QUESTION_FRAME = frozenset(terms("difference differences possible example examples mean means happen happens work works"))
+# Words that frame a question rather than name its topic ("what is the difference between …", "is
+# there any guidance for …", "what's the simplest way to …").
+QUESTION_FRAME = frozenset(
+    terms(
+        "difference differences possible example examples mean means happen happens work works guidance advice recommend"
+        " recommended recommendation intended supposed proper properly correct correctly best practice practices approach"
+        " idea ideas solution workaround suggestion suggest tips simple simplest simply easy easiest easily straightforward"
+        " variant alternative equivalent somehow anyway wondering wonder confused understand sure really actually"
+    )
+)
 
 
 _NUMBER_WITH_UNIT = re.compile(r"^(\d+)(?:m?s|m|secs?|mins?|h|hrs?|kb?|mb|gb)$")

@@ -279,6 +279,10 @@ _RST_OBJECT_DIRECTIVES = {
 # A field of a description: ":param int limit: …", ":returns: …", ":raises ValueError: …".
 _RST_FIELD = re.compile(r"^:([\w-]+)(?:\s+([^:]+))?:\s*(.*)$")
 _RST_CODE_DIRECTIVES = {"code-block", "code", "sourcecode"}
+# MyST's directives: ```{note} … ``` or :::{note} … ::: — the same names as reStructuredText's;
+# the others (toctree, include, mermaid, eval-rst …) carry no prose of the page.
+_MYST_DIRECTIVE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\{([\w:-]+)\}\s*(.*)$")
+_MYST_CODE_DIRECTIVES = _RST_CODE_DIRECTIVES | {"doctest", "testcode", "ipython", "code-cell"}
 _TABLE_DELIMITER = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _HTML_BLOCK = re.compile(r"^</?[a-zA-Z][\w:-]*(?:\s[^>]*)?/?>.*$|^<!--")
 
@@ -292,6 +296,16 @@ def _dedent(lines: list[str], width: int) -> list[str]:
     if width <= 0:
         return list(lines)
     return [line[min(width, len(line) - len(line.lstrip(" \t"))) :] for line in lines]
+
+
+def _myst_body(body: list[str]) -> list[str]:
+    """A MyST directive's content without its options (":class: tip" lines or a --- block first)."""
+    start = 0
+    if body and body[0].strip() == "---":
+        start = next((k + 1 for k in range(1, len(body)) if body[k].strip() == "---"), 0)
+    while start < len(body) and re.match(r"^\s*:[\w-]+:", body[start]):
+        start += 1
+    return body[start:]
 
 
 def _description_body(body: list[str], *, parent: str) -> list[str]:
@@ -420,6 +434,34 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
         line = lines[i]
         stripped = line.strip()
         following = lines[i + 1].strip() if i + 1 < len(lines) else ""
+
+        if myst := _MYST_DIRECTIVE.match(line):
+            flush()
+            marker, name, argument = myst.group(2), myst.group(3).lower().rsplit(":", 1)[-1], myst.group(4).strip()
+            closing = re.compile(re.escape(marker[0]) + "{%d,}" % len(marker))
+            j = i + 1
+            while j < len(lines) and not closing.fullmatch(lines[j].strip()):
+                j += 1
+            body = _myst_body(lines[i + 1 : j])
+            width = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+            if name in _RST_PROSE_DIRECTIVES or name in _RST_OBJECT_DIRECTIVES:
+                lines[i + 1 : j + 1] = ([argument, ""] if argument and name != "admonition" else []) + _dedent(body, width)
+                i += 1
+                continue
+            if name in _MYST_CODE_DIRECTIVES:
+                code = "\n".join(_dedent(body, width)).strip("\n")
+                if code.strip():
+                    add("code", code, lead=lead, lang=argument.split()[0] if argument and name != "doctest" else "python")
+                lead = ""
+            i = j + 1
+            continue
+
+        if stripped.startswith(": ") and not para and item is None and blocks and blocks[-1].kind == "paragraph":
+            # A MyST definition list: the term, then ": its definition" — one item, read together.
+            term = blocks.pop().text.rstrip(":").strip()
+            item, item_indent, lead = [f"{term}: {stripped[2:]}"], 0, ""
+            i += 1
+            continue
 
         if fence := _FENCE.match(line):
             flush()

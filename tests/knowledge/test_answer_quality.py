@@ -236,3 +236,28 @@ def test_the_askers_own_identifiers_and_scene_setting_words_weigh_less_than_what
     assert weights[terms("stays")[0]] < weights[terms("carry")[0]]  # the scene's word, and the asking sentence's
     # A name no page uses is what the pages lack, wherever it is.
     assert corpus.weights("How do I use it with Redis?")[terms("Redis")[0]] > corpus.idf_of_rarest
+
+
+LOOPS = page(
+    "# Assignments\n\n## Scoping\n\nA variable set inside a loop does not show up outside of it once the loop ends. A namespace"
+    " object carries a running total out of a loop:\n\n```\n{% set ns = namespace(total=0) %}\n{% for item in items %}{% set"
+    " ns.total = ns.total + item %}{% endfor %}\n```\n"
+)
+
+
+def test_a_long_question_with_circumstances_is_answered_and_a_how_gets_the_sections_example():
+    question = (
+        "I add each price to my_total_qty inside the for loop, and after the loop it still prints 0."
+        " How do I carry the running total of prices out of a for loop so I can print it once the loop finishes?"
+    )
+    draft = answer_from([LOOPS, OTHER], question)
+    assert "namespace(total=0)" in draft.answer and draft.citations == [1]
+    assert offline.verify(draft=draft.answer, sources=[LOOPS[2]]).is_good_enough
+    # Asked alone, a third of the question is not enough.
+    assert not answer_from([LOOPS, OTHER], "How do I print prices once it finishes?").answered_from_sources
+
+
+def test_words_that_frame_a_request_do_not_count_against_the_answer():
+    guide = page("# Frameworks\n\n## Django\n\nFor Django, add the middleware of django-structlog to your settings.\n")
+    draft = answer_from([guide, OTHER], "Is there any guidance or a best practice for Django?")
+    assert "django-structlog" in draft.answer

@@ -351,3 +351,40 @@ def test_rst_object_descriptions_are_sections_and_their_fields_are_items():
     draft = offline.answer(question=question, sources=[("Client reference", REFERENCE, "rst")], weights=corpus.weights(question))
     assert "`300` by default" in draft.answer
     assert offline.verify(draft=draft.answer, sources=[REFERENCE]).is_good_enough
+
+
+# ---- MyST's directives and definition lists
+
+MYST = """# Standard library
+
+```{versionadded} 23.1.0
+The `ExtraAdder` processor copies the extra attributes of log records into the event dictionary.
+```
+
+:::{important}
+Since you call `get_logger` in module scope, it runs at import time, before any configuration.
+:::
+
+```{toctree}
+getting-started
+```
+
+```{doctest}
+>>> print("hello")
+hello
+```
+
+{func}`~structlog.stdlib.add_log_level`:
+
+: Adds the log level to the event dictionary under the key `level`.
+  Levels are lower-cased.
+"""
+
+
+def test_myst_directives_are_prose_or_code_and_definition_lists_are_items():
+    assert [(u.kind, u.text) for u in units(MYST)] == [
+        ("sentence", "The `ExtraAdder` processor copies the extra attributes of log records into the event dictionary."),
+        ("sentence", "Since you call `get_logger` in module scope, it runs at import time, before any configuration."),
+        ("code", '>>> print("hello")\nhello'),
+        ("item", "`add_log_level`: Adds the log level to the event dictionary under the key `level`. Levels are lower-cased."),
+    ]
