@@ -466,7 +466,7 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
         if fence := _FENCE.match(line):
             flush()
             indent, marker, lang = len(fence.group(1)), fence.group(2), fence.group(3)
-            body: list[str] = []
+            body = []
             i += 1
             while i < len(lines) and not lines[i].strip().startswith(marker):
                 body.append(lines[i])
