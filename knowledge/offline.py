@@ -3,8 +3,9 @@
 Same inputs and outputs as the model-backed nodes (the pydantic decisions of knowledge.schemas),
 so the graph is identical with or without a model:
 
-- gate: a question is a sentence that asks (interrogative opening, "?", "explain ...") and has
-  content words; the free-text scope and refusal policy need a model and are not applied.
+- gate: a question is a sentence that asks (interrogative opening, "?", "explain ...") or asks for
+  help (a need, a problem: "the proxy settings are not used") and has content words; the free-text
+  scope and refusal policy need a model and are not applied.
 - selection: BM25 over sections with the current build's statistics (knowledge.ranking), a heading
   the question restates counting more, in the pipeline.
 - answer: the passage of the loaded sources that covers the question's rare terms best (a word no
@@ -66,11 +67,24 @@ HEADING_MATCH = 1.5  # how much a heading the question restates adds to its sect
 SOURCE_RANK = 0.15  # taken off per place down the selection's order of the loaded sources
 
 
+# A message that asks for help without asking a question: a need ("I need to pass my own SSL
+# context") or a problem ("the proxy settings are not used", "certificate verify failed").
+_HELP_WANTED = re.compile(
+    r"\b(?:i need|i want|i'd like|i would like|i'm trying|i am trying|trying to|looking for|is it possible|please|help)\b"
+    r"|\b(?:doesn't|does not|don't|didn't|did not|can't|cannot|can not|couldn't|unable|won't|isn't|is not|aren't|fails?|failed"
+    r"|failing|failure|errors?|exceptions?|traceback|broken|breaks|crash\w*|raises|wrong|problem|issue|bug|not work\w*"
+    r"|no longer|stopped|stops)\b",
+    re.IGNORECASE,
+)
+
+
 def gate(question: str) -> GateDecision:
     text = " ".join(question.split())
     lowered = text.lower()
     first = (words(lowered) or [""])[0]
-    is_question = bool(text) and ("?" in text or first in INTERROGATIVES or lowered.startswith(ASKING_PHRASES))
+    is_question = bool(text) and (
+        "?" in text or first in INTERROGATIVES or lowered.startswith(ASKING_PHRASES) or bool(_HELP_WANTED.search(text))
+    )
     content = terms(text)
     if not is_question:
         return GateDecision(is_question=False, is_answerable=False, reason="The message does not ask anything.")

@@ -80,6 +80,10 @@ def test_history_is_cleaned_and_capped():
         ("where can I find the admin", True, True),
         ("thanks!", False, False),
         ("The build is green.", False, False),
+        # Asking for help without a question: a need, or a problem report.
+        ("aiohttp doesn't use the system proxy settings: I set http_proxy and it is ignored.", True, True),
+        ("I need to pass the client my own SSLContext.", True, True),
+        ("certificate verify failed: unable to get local issuer certificate", True, True),
         ("how?", True, False),
         ("", False, False),
     ],
