@@ -120,7 +120,20 @@ class _Analysed:
     squashed: str
 
 
-@functools.lru_cache(maxsize=256)
+# Pages at least this long are analysed with the build's statistics (analyse_long_pages), not by
+# the first request that quotes them: a reference page of a hundred kilobytes takes tens of
+# milliseconds.
+LONG_PAGE_CHARS = 16_000
+
+
+def analyse_long_pages(pages: Iterable[tuple[str, str]]) -> None:
+    """pages: (content, kind) of every page of a build."""
+    for content, kind in pages:
+        if len(content) >= LONG_PAGE_CHARS:
+            _analyse(content, kind)
+
+
+@functools.lru_cache(maxsize=1024)
 def _analyse(content: str, kind: str = "markdown") -> _Analysed:
     # Sources only change through a rebuild, and the same few answer most questions.
     document = parse_cached(content, kind)

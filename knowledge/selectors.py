@@ -15,7 +15,7 @@ from django.db import connection
 from django.db.models import F, QuerySet, Value
 from django.urls import reverse
 
-from knowledge import locks
+from knowledge import locks, offline
 from knowledge.models import AdapterToken, AIConfig, KnowledgeIndex, KnowledgeSource, index_line
 from knowledge.ranking import Corpus, RankedPage
 
@@ -133,6 +133,7 @@ def search_corpus(*, index_pk: int | None = None) -> Corpus | None:
                     .values_list("source_id", "title", "content", "kind", "pk")
                 )
                 corpus = Corpus.build(pages)
+                offline.analyse_long_pages((content, kind) for _, _, content, kind, _ in pages)
                 _corpus_cache.clear()  # only the current build is worth keeping
                 _corpus_cache[index_pk] = corpus
     return corpus

@@ -91,13 +91,18 @@ def term_list(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=65_536)
+def _terms_of_token(token: str) -> tuple[str, ...]:
+    return tuple(term_list(token))
+
+
 def name_parts(text: str) -> frozenset[str]:
     """Terms a text has only as parts of compound names: "wrap" in `wrap_long_dict_values`,
     "manager" in `TransformerManager` — the text is about the name, not about those words."""
     whole: set[str] = set()
     parts: set[str] = set()
     for token in CASED_TOKEN.findall(text):
-        found = term_list(token)
+        found = _terms_of_token(token)
         if len(found) > 1:
             whole.add(found[0])
             parts.update(found[1:])
@@ -675,7 +680,9 @@ def _title(headings: list[tuple[int, str]], *, front_title: str) -> str:
     return next((text for level, text in headings if level == 1), "")
 
 
-@functools.lru_cache(maxsize=512)
+# Large enough that the parses a build's statistics made are still there when a request first
+# quotes from those pages (a few thousand sources).
+@functools.lru_cache(maxsize=4096)
 def parse_cached(content: str, kind: str = "markdown") -> Document:
     return parse(content, kind=kind)
 
