@@ -231,7 +231,7 @@ class QuestionShape:
     @classmethod
     def of(cls, question: str) -> QuestionShape:
         sentences = split_sentences(question)
-        asking = asking_sentences(sentences)
+        asking = _asking_sentences(sentences)
         asked = frozenset(t for sentence in asking for t in term_list(sentence))
         if len(asked) < 2:
             asked = frozenset(term_list(question))  # "How do I do that?": the topic is in the sentences before it
@@ -254,7 +254,7 @@ class QuestionShape:
         )
 
 
-def asking_sentences(sentences: list[str]) -> list[str]:
+def _asking_sentences(sentences: list[str]) -> list[str]:
     """The sentences that ask: with a "?", an interrogative opening, or the last one (whose "?"
     the gate may have taken off)."""
     last = len(sentences) - 1
