@@ -4,8 +4,9 @@ Same inputs and outputs as the model-backed nodes (the pydantic decisions of kno
 so the graph is identical with or without a model:
 
 - gate: a question is a sentence that asks (interrogative opening, "?", "explain ...") or asks for
-  help (a need, a problem: "the proxy settings are not used") and has content words; the free-text
-  scope and refusal policy need a model and are not applied.
+  help (a need, a problem: "the proxy settings are not used", or a message long enough to describe
+  one) and has content words; the free-text scope and refusal policy need a model and are not
+  applied.
 - selection: BM25 over sections with the current build's statistics (knowledge.ranking), a heading
   the question restates counting more, in the pipeline.
 - answer: the passage of the loaded sources that covers the question's rare terms best (a word no
@@ -78,14 +79,24 @@ _HELP_WANTED = re.compile(
 )
 
 
+# A message with this many topic words describes something the asker wants to know about ("link
+# IP of requester between nginx and gunicorn so flask logs have IP"); a short remark ("The build
+# is green.") does not.
+DESCRIBES_A_PROBLEM = 6
+
+
 def gate(question: str) -> GateDecision:
     text = " ".join(question.split())
     lowered = text.lower()
     first = (words(lowered) or [""])[0]
-    is_question = bool(text) and (
-        "?" in text or first in INTERROGATIVES or lowered.startswith(ASKING_PHRASES) or bool(_HELP_WANTED.search(text))
-    )
     content = terms(text)
+    is_question = bool(text) and (
+        "?" in text
+        or first in INTERROGATIVES
+        or lowered.startswith(ASKING_PHRASES)
+        or bool(_HELP_WANTED.search(text))
+        or len(content) >= DESCRIBES_A_PROBLEM
+    )
     if not is_question:
         return GateDecision(is_question=False, is_answerable=False, reason="The message does not ask anything.")
     if not content:

@@ -84,6 +84,7 @@ def test_history_is_cleaned_and_capped():
         ("aiohttp doesn't use the system proxy settings: I set http_proxy and it is ignored.", True, True),
         ("I need to pass the client my own SSLContext.", True, True),
         ("certificate verify failed: unable to get local issuer certificate", True, True),
+        ("link IP of requester between nginx and gunicorn so flask logs have IP", True, True),
         ("how?", True, False),
         ("", False, False),
     ],
