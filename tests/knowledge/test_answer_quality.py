@@ -190,12 +190,8 @@ def test_a_name_the_question_asks_about_must_be_on_the_page_that_answers():
         ("migrations.md", "Migrations", "# Migrations\n\nRun database migrations with Alembic before you start the app.\n", "markdown"),
         ("frameworks.md", "Frameworks", "# Frameworks\n\nThe toolkit was inspired by Django and Flask.\n", "markdown"),
     ]
-    corpus = Corpus.build(pages)
-    question = "How do I run database migrations with Django?"
-    draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in pages], weights=corpus.weights(question))
-    assert not draft.answered_from_sources
-    question = "How do I run database migrations with Alembic?"
-    draft = offline.answer(question=question, sources=[(t, c) for _, t, c, _ in pages], weights=corpus.weights(question))
+    assert not answer_from(pages, "How do I run database migrations with Django?").answered_from_sources
+    draft = answer_from(pages, "How do I run database migrations with Alembic?")
     assert draft.answer.startswith("Run database migrations with Alembic") and draft.citations == [1]
 
 
