@@ -135,6 +135,22 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "project.channel_layer.InProcessChannelLayer"}}
 
+# Sessions are read on every request and every websocket connect: a cache in front of the
+# database answers those reads; every write still goes to the database, so a cleared cache loses
+# nothing. One process keeps it in its own memory; several workers (REDIS_URL) share it in Redis,
+# so that a logout in one worker is a logout in all of them.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env("CHANNELS_PREFIX", default="clarion"),
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -1,4 +1,8 @@
 import pytest
+from django.conf import settings
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from chat import services as chat_services
@@ -55,3 +59,24 @@ def test_logout_is_post_only_and_ends_session(client, alice):
     client.force_login(alice)
     assert client.post(reverse("logout")).status_code == 302
     assert client.get(reverse("chat:home")).status_code == 302
+
+
+def test_a_signed_in_request_reads_the_session_from_the_cache_not_the_database(client, alice, alices_conversation):
+    client.force_login(alice)
+    url = reverse("chat:conversation", args=[alices_conversation.pk])
+    assert client.get(url).status_code == 200  # the session is read once, then cached
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    assert not [q["sql"] for q in queries if "django_session" in q["sql"]]
+
+
+def test_after_a_logout_the_old_session_cookie_opens_nothing(client, alice, alices_conversation):
+    client.force_login(alice)
+    url = reverse("chat:conversation", args=[alices_conversation.pk])
+    assert client.get(url).status_code == 200  # cached now
+    old_cookie = client.cookies[settings.SESSION_COOKIE_NAME].value
+    assert client.post(reverse("logout")).status_code == 302
+    replay = Client()
+    replay.cookies[settings.SESSION_COOKIE_NAME] = old_cookie
+    response = replay.get(url)
+    assert response.status_code == 302 and "/login/" in response["Location"]

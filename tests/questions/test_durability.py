@@ -616,6 +616,22 @@ async def test_asked_on_worker_a_answered_on_worker_b_streams_to_the_tab_on_a(al
     assert_exactly_once(state, model, tag, status="answered", answer="Atlas")
 
 
+async def test_a_logout_on_worker_a_ends_the_session_on_worker_b_at_once(alice, workers):
+    """Sessions are read through a cache; with several workers it is the shared one in Redis, so
+    a session B has read (and cached) ends on B too when the person logs out on A."""
+    a, b = workers
+    conversation = await new_conversation(alice)
+    cookie = await session_cookie_for(alice)
+    browser = Browser(cookie)
+    await asyncio.to_thread(browser.page, b, conversation.pk)
+    await asyncio.to_thread(browser.page, a, conversation.pk)
+    status, _ = await asyncio.to_thread(browser.request, a, "POST", "/logout/", {})
+    assert status == 302
+    stale = Browser(cookie)  # the cookie as it was before the logout (another tab, a copy)
+    status, _ = await asyncio.to_thread(stale.request, b, "GET", f"/chat/{conversation.pk}/")
+    assert status == 302  # to the login page, not the conversation
+
+
 # Regression (fixed): with channels_redis's list layer, redis-py 8's default 5 s socket read
 # timeout equalled the layer's 5 s blocking read, so an idle tab's receive raised TimeoutError and
 # Daphne closed its websocket with 1011; the continuation never reached that tab. The
