@@ -17,6 +17,7 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
+from django.utils.deprecation import MiddlewareMixin
 from django.views.decorators.csrf import csrf_exempt
 from pydantic import ValidationError
 
@@ -24,7 +25,6 @@ from knowledge import selectors, services
 from knowledge.schemas import ReplyRequest
 from knowledge.views import bearer_token
 from project import throttle
-from project.middleware import ResponseMiddleware
 
 API_PREFIX = "/api/"
 
@@ -60,7 +60,7 @@ def error_response(status: int, message: str, *, field: str | None = None, error
     return response
 
 
-class JsonErrorsMiddleware(ResponseMiddleware):
+class JsonErrorsMiddleware(MiddlewareMixin):
     """Under /api/, an error response that is not JSON already (Django's 404, 500, 400 pages) is
     replaced by the API's JSON error with the same status: an adapter never parses HTML."""
 

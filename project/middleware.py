@@ -1,47 +1,16 @@
-"""Project-wide middleware: what changes every response, and a database out of reach answered as
-a moment (a clear 503 the person can retry), not a server error."""
+"""Project-wide middleware: a database out of reach answered as a moment (a clear 503 the person
+can retry), not a server error; and the chain run in one thread hop per request."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import cast
+from collections.abc import Callable
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.deprecation import MiddlewareMixin
 
 from project.errors import unavailable_error
-
-# A middleware's next step: a response, or (when the chain is async) an awaitable of one.
-GetResponse = Callable[[HttpRequest], HttpResponseBase | Awaitable[HttpResponseBase]]
-
-
-class ResponseMiddleware:
-    """A middleware that only changes the response (`process_response`), in a sync or an async
-    chain alike. Django's MiddlewareMixin would run `process_response` in a thread hop of its own
-    under ASGI, on every request; this runs it where the response arrives."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: GetResponse) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
-        if self.is_async:
-            return self.__acall__(request)
-        return self.process_response(request, cast(HttpResponseBase, self.get_response(request)))  # a sync chain
-
-    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
-        return self.process_response(request, await cast(Awaitable[HttpResponseBase], self.get_response(request)))  # an async chain
-
-    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
-        raise NotImplementedError
 
 
 class DatabaseUnavailableMiddleware(MiddlewareMixin):
@@ -51,9 +20,7 @@ class DatabaseUnavailableMiddleware(MiddlewareMixin):
 
     Placed after the authentication middleware: it reads the session and the user first (the
     first database work of almost every request, which would otherwise fail inside another
-    middleware, where no hook sees the error), then catches what the view raises. Sync and async
-    (MiddlewareMixin): a sync-only middleware would run the async views through async_to_sync,
-    and work they start in the background would outlive the request's thread."""
+    middleware, where no hook sees the error), then catches what the view raises."""
 
     def process_view(self, request: HttpRequest, view_func: object, view_args: object, view_kwargs: object) -> HttpResponse | None:
         try:
@@ -72,3 +39,23 @@ class DatabaseUnavailableMiddleware(MiddlewareMixin):
             return HttpResponse(error.message, status=error.status, content_type="text/plain; charset=utf-8", headers=headers)
         # Rendered without the request: the database cannot be asked who is logged in.
         return HttpResponse(render_to_string("503.html", {"message": error.message}), status=error.status, headers=headers)
+
+
+class MiddlewareInOneThread:
+    """The innermost middleware: passes the request on and changes nothing. It is sync only, and
+    that is its job. Under ASGI, Django runs a middleware that can be sync or async (all of
+    Django's own) in the mode of the handler inside it; with the async handler innermost, each
+    of their `process_request`/`process_response` hooks is a thread hop of its own — a dozen per
+    request. With a sync-only middleware innermost, every middleware outside it runs sync, so
+    Django enters a thread once for the whole chain and leaves it once for the view: async views
+    still run on the event loop, and work they start in the background runs on the background's
+    threads (`chat.background`), never on the request's."""
+
+    sync_capable = True
+    async_capable = False
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        return self.get_response(request)

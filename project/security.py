@@ -16,9 +16,8 @@ from channels.security.websocket import WebsocketDenier
 from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 from django.http.request import split_domain_port, validate_host
+from django.utils.deprecation import MiddlewareMixin
 from django.utils.http import is_same_domain
-
-from project.middleware import GetResponse, ResponseMiddleware
 
 # An ASGI application's arguments, typed as django-stubs types those of Django's ASGI handler.
 Scope = dict[str, Any]
@@ -31,10 +30,10 @@ def policy_header(directives: dict[str, list[str]]) -> str:
     return "; ".join(f"{name} {' '.join(values)}".strip() for name, values in directives.items())
 
 
-class ContentSecurityPolicyMiddleware(ResponseMiddleware):
+class ContentSecurityPolicyMiddleware(MiddlewareMixin):
     """Adds `Content-Security-Policy` (or `...-Report-Only`) to every response that has none."""
 
-    def __init__(self, get_response: GetResponse) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         super().__init__(get_response)
         self.header_name = (
             "Content-Security-Policy-Report-Only" if settings.CONTENT_SECURITY_POLICY_REPORT_ONLY else "Content-Security-Policy"

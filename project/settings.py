@@ -70,7 +70,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
+    "axes.middleware.AxesMiddleware",  # last of those that act, as django-axes requires
+    "project.middleware.MiddlewareInOneThread",  # innermost: the chain runs in one thread hop
 ]
 
 ROOT_URLCONF = "project.urls"

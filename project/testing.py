@@ -9,56 +9,39 @@ the server has no request in flight and no background task left.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Awaitable, Callable
-from typing import cast
+from collections.abc import Callable
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 
 from chat import background
-from project.middleware import GetResponse
 
 IDLE_PATH = "/__test__/idle/"
 _in_flight = 0
+_counting = threading.Lock()
 
 
 class InFlightRequestsMiddleware:
-    """Counts the HTTP requests being handled (the idle check itself excluded)."""
+    """Counts the HTTP requests being handled (the idle check itself excluded). Sync, as the
+    whole chain is (`project.middleware.MiddlewareInOneThread`): it counts in the requests'
+    threads, hence the lock."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: GetResponse) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
 
-    def __call__(self, request: HttpRequest) -> HttpResponseBase | Awaitable[HttpResponseBase]:
-        if self.is_async:
-            return self.__acall__(request)
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         global _in_flight
         if request.path == IDLE_PATH:
             return self.get_response(request)
-        _in_flight += 1
+        with _counting:
+            _in_flight += 1
         try:
             return self.get_response(request)
         finally:
-            _in_flight -= 1
-
-    async def __acall__(self, request: HttpRequest) -> HttpResponseBase:
-        # An async chain: the next step returns an awaitable.
-        get_response = cast(Callable[[HttpRequest], Awaitable[HttpResponseBase]], self.get_response)
-        global _in_flight
-        if request.path == IDLE_PATH:
-            return await get_response(request)
-        _in_flight += 1
-        try:
-            return await get_response(request)
-        finally:
-            _in_flight -= 1
+            with _counting:
+                _in_flight -= 1
 
 
 @login_not_required

@@ -4,6 +4,7 @@ import datetime as dt
 import json
 
 import pytest
+from asgiref.sync import SyncToAsync
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
@@ -132,6 +133,24 @@ async def test_the_next_question_starts_its_clock_when_shown(async_client, alice
     await async_client.post(url(first), {"option": "0"})
     second = await fresh(second)
     assert before + dt.timedelta(seconds=299) < second.deadline < timezone.now() + dt.timedelta(seconds=301)
+
+
+async def test_the_cards_post_runs_djangos_middleware_in_one_thread_not_a_hop_per_hook(async_client, alice, question, monkeypatch):
+    """Each hop between the event loop and a thread costs CPU on every request: Django's own
+    middleware run inside one (no `process_request`/`process_response` of their own crosses)."""
+    await async_client.aforce_login(alice)
+    hops: list[str] = []
+    crossing = SyncToAsync.__call__
+
+    async def counted(self, *args, **kwargs):
+        hops.append(getattr(self.func, "__qualname__", repr(self.func)))
+        return await crossing(self, *args, **kwargs)
+
+    monkeypatch.setattr(SyncToAsync, "__call__", counted)
+    response = await async_client.post(url(question), {"option": "1"})
+    monkeypatch.undo()
+    assert response.status_code == 200 and "receipt-answer" in response.content.decode()
+    assert not [hop for hop in hops if hop.endswith(("process_request", "process_response"))], hops
 
 
 async def test_the_cards_post_returns_the_card_every_tab_was_sent(async_client, alice, question, model_endpoint):
