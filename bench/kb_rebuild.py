@@ -36,6 +36,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
+from query_tools import ensure_database  # noqa: E402
 
 from knowledge import services  # noqa: E402
 from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
@@ -77,6 +78,10 @@ def zipf_words(rng: random.Random, n: int) -> list[str]:
 
 
 def setup_database() -> None:
+    from project.embedded_pg import resolve_address
+
+    resolve_address(settings.DATABASES["default"])  # starts the embedded server, if that is the one
+    ensure_database(settings.DATABASES["default"])  # a DATABASE_URL server may lack the database
     call_command("migrate", verbosity=0)
 
 

@@ -115,7 +115,7 @@ def setup_django(*, force_database: bool) -> None:
     from project.embedded_pg import resolve_address
 
     resolve_address(settings.DATABASES["default"])  # starts the embedded server, if that is the one
-    _ensure_database(settings.DATABASES["default"])  # a DATABASE_URL server may lack the database
+    ensure_database(settings.DATABASES["default"])  # a DATABASE_URL server may lack the database
     name = settings.DATABASES["default"]["NAME"]
     if "bench" not in name and not force_database:
         sys.exit(f"bench: refusing to load benchmark data into database {name!r}; set DATABASE_NAME=clarion_bench")
@@ -127,7 +127,7 @@ def setup_django(*, force_database: bool) -> None:
     print(f"database {name!r}: migrated in {time.perf_counter() - t0:.1f} s")
 
 
-def _ensure_database(db: dict) -> None:
+def ensure_database(db: dict) -> None:
     """CREATE DATABASE if missing (the embedded-Postgres settings only create the default name)."""
     import psycopg
     from psycopg import sql
