@@ -47,9 +47,10 @@ class MiddlewareInOneThread:
     Django's own) in the mode of the handler inside it; with the async handler innermost, each
     of their `process_request`/`process_response` hooks is a thread hop of its own — a dozen per
     request. With a sync-only middleware innermost, every middleware outside it runs sync, so
-    Django enters a thread once for the whole chain and leaves it once for the view: async views
-    still run on the event loop, and work they start in the background runs on the background's
-    threads (`chat.background`), never on the request's."""
+    Django enters a thread once for the whole chain and leaves it once for the view (it still
+    runs each `process_view` hook in a hop of its own): async views still run on the event loop,
+    and work they start in the background runs on the background's threads (`chat.background`),
+    never on the request's."""
 
     sync_capable = True
     async_capable = False
