@@ -78,10 +78,7 @@ def zipf_words(rng: random.Random, n: int) -> list[str]:
 
 
 def setup_database() -> None:
-    from project.embedded_pg import resolve_address
-
-    resolve_address(settings.DATABASES["default"])  # starts the embedded server, if that is the one
-    ensure_database(settings.DATABASES["default"])  # a DATABASE_URL server may lack the database
+    ensure_database()
     call_command("migrate", verbosity=0)
 
 

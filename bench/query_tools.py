@@ -112,10 +112,7 @@ def setup_django(*, force_database: bool) -> None:
     import django
     from django.conf import settings
 
-    from project.embedded_pg import resolve_address
-
-    resolve_address(settings.DATABASES["default"])  # starts the embedded server, if that is the one
-    ensure_database(settings.DATABASES["default"])  # a DATABASE_URL server may lack the database
+    ensure_database()
     name = settings.DATABASES["default"]["NAME"]
     if "bench" not in name and not force_database:
         sys.exit(f"bench: refusing to load benchmark data into database {name!r}; set DATABASE_NAME=clarion_bench")
@@ -127,10 +124,18 @@ def setup_django(*, force_database: bool) -> None:
     print(f"database {name!r}: migrated in {time.perf_counter() - t0:.1f} s")
 
 
-def ensure_database(db: dict) -> None:
-    """CREATE DATABASE if missing (the embedded-Postgres settings only create the default name)."""
+def ensure_database() -> None:
+    """The settings' database server started (if it is the embedded one), and the database
+    created if missing: the embedded-Postgres settings only create the default name, and a
+    DATABASE_URL server may lack it too."""
     import psycopg
+    from django.conf import settings
     from psycopg import sql
+
+    from project.embedded_pg import resolve_address
+
+    db = settings.DATABASES["default"]
+    resolve_address(db)
 
     params = {
         "host": db.get("HOST") or None,

@@ -131,8 +131,9 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Channels: one process → in-memory; REDIS_URL → shared groups across Daphne workers.
 REDIS_URL = env("REDIS_URL", default="")
+CHANNELS_PREFIX = env("CHANNELS_PREFIX", default="clarion")  # Redis keys: the channel layer's and the cache's
 if REDIS_URL:
-    CHANNEL_LAYERS = {"default": redis_layer_config(REDIS_URL, prefix=env("CHANNELS_PREFIX", default="clarion"))}
+    CHANNEL_LAYERS = {"default": redis_layer_config(REDIS_URL, prefix=CHANNELS_PREFIX)}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "project.channel_layer.InProcessChannelLayer"}}
 
@@ -146,7 +147,7 @@ if REDIS_URL:
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
-            "KEY_PREFIX": env("CHANNELS_PREFIX", default="clarion"),
+            "KEY_PREFIX": CHANNELS_PREFIX,
         }
     }
 else:
