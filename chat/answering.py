@@ -239,18 +239,17 @@ async def _after_commit_all(outcomes: list[Receipt | Exception]) -> list[Receipt
     """Every tab is shown its receipt first; then the next questions' timers are armed and, for
     the resolvers that completed a group, the next turns start once the answers still coming in
     are shown too. So a burst's receipts do not wait behind the turns that the same burst starts.
-    The timer and the turn follow a committed resolution even when its receipt could not be sent
-    (that error is its caller's outcome)."""
+    A receipt that could not be sent to the tabs (the channel layer out of reach) changes none of
+    that: the answer is committed, so its caller gets the receipt (the card's POST shows it in
+    the tab that answered), and the timer and the turn follow as always."""
     resolved = [o for o in outcomes if isinstance(o, Receipt)]
-    unsent: dict[int, Exception] = {}
     for r in resolved:
         # Rendered one by one as they go out, each let through to its tabs before the next is
         # rendered: the first receipt of a batch does not wait for the whole batch's rendering.
         try:
             await publishing.send(r.group_name, r.html())
         except Exception as exc:
-            log.error("the receipt of question %s could not be sent: %r", r.resolution.question.pk, exc)
-            unsent[id(r)] = exc
+            log.error("the receipt of question %s could not be sent to its tabs: %r", r.resolution.question.pk, exc)
         await asyncio.sleep(0)
     for r in resolved:
         resolution = r.resolution
@@ -260,7 +259,7 @@ async def _after_commit_all(outcomes: list[Receipt | Exception]) -> list[Receipt
     due = [r.resolution.group.conversation_id for r in resolved if r.resolution.completed_group]
     if due:
         background.spawn(_start_turns_after_receipts(due))
-    return [o if isinstance(o, Exception) else unsent.get(id(o), o) for o in outcomes]
+    return outcomes
 
 
 # How long turns that answers started wait for the answers still coming in to be shown.

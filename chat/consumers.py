@@ -6,13 +6,12 @@ from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.db import DatabaseError
 from pydantic import ValidationError
 
 from chat import agent, answering, deadlines, publishing, rendering, selectors, services
 from chat.frames import AnswerQuestion, EditMessage, QuestionClock, Regenerate, Retry, SendMessage, SkipQuestions, Stop, parse_frame
 from chat.models import Conversation, user_group_name
-from project.errors import ClarionError, unavailable_error
+from project.errors import OUTAGE_ERRORS, ClarionError, unavailable_error
 from questions import services as questions
 from questions.models import PendingQuestion
 
@@ -58,7 +57,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
                 agent.start_turn(self.conversation.pk)
         except Conversation.DoesNotExist:
             await self.close(code=CLOSE_NOT_FOUND)
-        except DatabaseError as exc:
+        except OUTAGE_ERRORS as exc:
             if unavailable_error(exc) is None:
                 raise
             await self.close(code=CLOSE_TRY_AGAIN_LATER)  # the page reconnects, backing off
@@ -103,7 +102,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=rendering.composer_error(exc.message))
         except ValidationError as exc:  # an answer that fails its schema at the edge
             await self.send(text_data=rendering.composer_error(exc.errors()[0]["msg"].removeprefix("Value error, ")))
-        except DatabaseError as exc:  # no connection in time (a burst, Postgres restarting)
+        except OUTAGE_ERRORS as exc:  # no connection in time (a burst, Postgres restarting, Redis down)
             if (error := unavailable_error(exc)) is None:
                 raise
             await self.send(text_data=rendering.composer_error(error.message))

@@ -28,15 +28,22 @@ from collections import deque
 from copy import deepcopy
 from typing import Any
 
+import redis
 from channels.exceptions import ChannelFull
 from channels.layers import BaseChannelLayer
+
+# For every Redis connection pool (the channel layer's and the session cache's). After Redis
+# restarts, a pooled connection that sat idle still holds the old socket and its next command
+# fails; redis-py retries nothing by default for pools built from a URL. One retry, on a fresh
+# connection, makes a restart invisible; while Redis is down the retry fails at once too.
+REDIS_POOL_OPTIONS = {"retry_on_error": [redis.ConnectionError]}
 
 
 def redis_layer_config(url: str, *, prefix: str) -> dict:
     """CHANNEL_LAYERS["default"] for channels_redis (its publish/subscribe layer)."""
     return {
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-        "CONFIG": {"hosts": [{"address": url}], "prefix": prefix},
+        "CONFIG": {"hosts": [{"address": url, **REDIS_POOL_OPTIONS}], "prefix": prefix},
     }
 
 

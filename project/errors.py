@@ -2,14 +2,16 @@
 
 Services raise subclasses; each entry point turns any of them into its own shape in one place —
 a card or partial for an HTMX request, an error frame on the websocket, a JSON error for the
-API. Nothing here imports an app, so every app may raise these. The database being out of reach
-is not a bug but a moment: `unavailable_error` names it, and it is shown as a 503 (a frame on
-the websocket) instead of a server error.
+API. Nothing here imports an app, so every app may raise these. The database or Redis being out
+of reach is not a bug but a moment: `unavailable_error` names it, and it is shown as a 503 (a
+frame on the websocket) instead of a server error.
 """
 
 from __future__ import annotations
 
 import psycopg
+import redis
+from django.db import DatabaseError
 from psycopg_pool import PoolTimeout
 
 
@@ -45,18 +47,26 @@ class Conflict(ClarionError):
 
 class Unavailable(ClarionError):
     """The database could not be had in time: every pooled connection was busy (a burst waits
-    for one only so long), or Postgres is unreachable (restarting, dropped connections). Nothing
-    was written; the same request succeeds once it is back."""
+    for one only so long), or Postgres is unreachable (restarting, dropped connections); or, with
+    several workers, Redis (sessions, live updates) is unreachable. The same request succeeds
+    once it is back."""
 
     status = 503
     retry_after_seconds = 5
 
 
+# What an entry point catches to ask `unavailable_error` whether it is an outage.
+OUTAGE_ERRORS = (DatabaseError, redis.ConnectionError, redis.TimeoutError)
+
+
 def unavailable_error(exc: BaseException) -> Unavailable | None:
-    """What to tell the person when `exc` (or what caused it) means the database could not be
-    reached in time; None for any other failure, which stays a bug to report."""
+    """What to tell the person when `exc` (or what caused it) means the database or Redis could
+    not be reached in time; None for any other failure, which stays a bug to report."""
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, (redis.ConnectionError, redis.TimeoutError)):
+            # Read before anything is written (the session), so nothing was.
+            return Unavailable("Clarion cannot reach Redis right now. Try again in a moment.")
         if isinstance(seen, PoolTimeout):
             return Unavailable("Clarion is busy right now. Nothing was saved — try again in a moment.")
         # A connection that failed or was cut has no SQLSTATE, or one of class 08 (connection

@@ -1,22 +1,22 @@
-"""Project-wide middleware: a database out of reach answered as a moment (a clear 503 the person
-can retry), not a server error; and the chain run in one thread hop per request."""
+"""Project-wide middleware: the database or Redis out of reach answered as a moment (a clear 503
+the person can retry), not a server error; and the chain run in one thread hop per request."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.template.loader import render_to_string
 from django.utils.deprecation import MiddlewareMixin
 
-from project.errors import unavailable_error
+from project.errors import OUTAGE_ERRORS, unavailable_error
 
 
-class DatabaseUnavailableMiddleware(MiddlewareMixin):
+class UnavailableMiddleware(MiddlewareMixin):
     """Answers 503 (with Retry-After) when a request could not get a database connection in
-    time — a burst that found every pooled connection busy, or Postgres restarting — instead of
-    Django's 500. Nothing was written: the same request succeeds once the database is back.
+    time — a burst that found every pooled connection busy, or Postgres restarting — or could
+    not reach Redis (which holds the sessions when several workers share them), instead of
+    Django's 500. The same request succeeds once the service is back.
 
     Placed after the authentication middleware: it reads the session and the user first (the
     first database work of almost every request, which would otherwise fail inside another
@@ -25,8 +25,10 @@ class DatabaseUnavailableMiddleware(MiddlewareMixin):
     def process_view(self, request: HttpRequest, view_func: object, view_args: object, view_kwargs: object) -> HttpResponse | None:
         try:
             request.user.is_authenticated  # noqa: B018  (loads the session and the user)
-        except DatabaseError as exc:
-            return self.process_exception(request, exc)
+        except OUTAGE_ERRORS as exc:
+            if (response := self.process_exception(request, exc)) is None:
+                raise
+            return response
         return None
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
@@ -37,7 +39,7 @@ class DatabaseUnavailableMiddleware(MiddlewareMixin):
         if request.headers.get("HX-Request"):
             # htmx shows the message where the request came from (static/js/clarion.js).
             return HttpResponse(error.message, status=error.status, content_type="text/plain; charset=utf-8", headers=headers)
-        # Rendered without the request: the database cannot be asked who is logged in.
+        # Rendered without the request: neither the session nor the database can be asked who is logged in.
         return HttpResponse(render_to_string("503.html", {"message": error.message}), status=error.status, headers=headers)
 
 

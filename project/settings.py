@@ -9,7 +9,7 @@ from pathlib import Path
 
 import environ
 
-from project.channel_layer import redis_layer_config
+from project.channel_layer import REDIS_POOL_OPTIONS, redis_layer_config
 from project.embedded_pg import embedded_database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -65,7 +65,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "project.middleware.DatabaseUnavailableMiddleware",
+    "project.middleware.UnavailableMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -148,6 +148,7 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": CHANNELS_PREFIX,
+            "OPTIONS": REDIS_POOL_OPTIONS,
         }
     }
 else:

@@ -4,6 +4,7 @@ written, and the same request working once a connection is free."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -58,16 +59,21 @@ def resize_pool(**options: float) -> None:
 
 
 @contextmanager
-def pool_of_one() -> Iterator[None]:
-    """Django's pool cut to one connection, waited for at most 0.3 s."""
+def fresh_pool(**options: float) -> Iterator[None]:
+    """A new, empty pool for Django's connections (`options` over the settings'), for the block."""
     original = connection.settings_dict["OPTIONS"]["pool"]
-    resize_pool(min_size=0, max_size=1, timeout=0.3)
+    resize_pool(min_size=0, **options)
     try:
         yield
     finally:
         connection.close()
         connection.close_pool()
         connection.settings_dict["OPTIONS"]["pool"] = original
+
+
+def pool_of_one() -> contextlib.AbstractContextManager[None]:
+    """Django's pool cut to one connection, waited for at most 0.3 s."""
+    return fresh_pool(max_size=1, timeout=0.3)
 
 
 @contextmanager
@@ -92,13 +98,17 @@ def only_connection_taken() -> Iterator[None]:
 
 
 @asynccontextmanager
-async def async_pool_of_one() -> AsyncIterator[None]:
-    pool = pool_of_one()
+async def async_fresh_pool(**options: float) -> AsyncIterator[None]:
+    pool = fresh_pool(**options)
     await database_sync_to_async(pool.__enter__)()
     try:
         yield
     finally:
         await database_sync_to_async(pool.__exit__)(None, None, None)
+
+
+def async_pool_of_one() -> contextlib.AbstractAsyncContextManager[None]:
+    return async_fresh_pool(max_size=1, timeout=0.3)
 
 
 def test_connections_are_pooled_and_bounded_by_one_setting():
@@ -108,9 +118,11 @@ def test_connections_are_pooled_and_bounded_by_one_setting():
 
 
 async def test_a_hop_gives_its_connection_back_and_the_next_reuses_one():
-    pids = [await database_sync_to_async(backend_pid)() for _ in range(10)]
-    assert await database_sync_to_async(lambda: connection.connection)() is None  # given back
-    assert len(set(pids)) < len(pids) / 2  # lent again, not reopened per hop
+    # A fresh pool: one the other tests grew lends its idle connections in turn.
+    async with async_fresh_pool():
+        pids = [await database_sync_to_async(backend_pid)() for _ in range(10)]
+        assert await database_sync_to_async(lambda: connection.connection)() is None  # given back
+    assert len(set(pids)) == 1  # lent again, not reopened per hop
 
 
 async def test_connections_postgres_dropped_are_replaced_before_they_are_lent():

@@ -74,7 +74,7 @@ def redis_reachable(url: str) -> bool:
 class PrivateRedis:
     """`redis-server` (Debian's redis-server package) on a free loopback port, nothing persisted."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.fail(
@@ -82,7 +82,7 @@ class PrivateRedis:
                 "`redis-server` binary to start one: install it with `apt-get install -y redis-server` "
                 "(.ci/run does), or point REDIS_URL at a running server."
             )
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         (ROOT / ".data").mkdir(exist_ok=True)
         self.log_path = ROOT / ".data" / f"redis-test-{self.port}.log"
@@ -834,3 +834,43 @@ async def test_an_answer_racing_the_deadline_resolves_once_either_way(make_user,
         assert {status for *_, status in summary} == {"answered", "timed_out"}, f"the race was not exercised: {summary}"
     finally:
         await close_all(tabs)
+
+
+# --- 4. Redis out of reach -----------------------------------------------------------------------
+
+
+async def test_while_redis_is_down_pages_and_answers_get_a_503_and_after_it_returns_they_work(alice, model, test_database):
+    """With several workers, sessions and live updates go through Redis. While it is out of reach
+    a page load or a card's answer is a clear 503 (Retry-After, nothing written, the question
+    still answerable), not a server error; once it is back the same requests work, no restart."""
+    redis_server = PrivateRedis()
+    server = start_server(test_database, model.env(REDIS_URL=redis_server.url, CHANNELS_PREFIX=f"outage-{uuid.uuid4().hex[:8]}"))
+    try:
+        cookie = await session_cookie_for(alice)
+        asked = await ask(server, model, alice, cookie)
+        browser = Browser(cookie)
+        await asyncio.to_thread(browser.page, server, asked.conversation.pk)
+        await asked.tab.__aexit__(None, None, None)
+        redis_server.stop()
+
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        conn.request("GET", f"/chat/{asked.conversation.pk}/", headers={"Cookie": f"{settings.SESSION_COOKIE_NAME}={cookie}"})
+        page = conn.getresponse()
+        html = page.read().decode()
+        conn.close()
+        assert (page.status, page.headers["Retry-After"]) == (503, "5"), html[:500]
+        assert "Try again in a moment" in html and "cannot reach Redis" in html
+        status, text = await asyncio.to_thread(browser.answer, server, asked.question_id, 0)
+        assert status == 503 and "cannot reach Redis" in text  # the text htmx shows on the card
+        assert (await question(asked.question_id)).status == PendingQuestion.Status.PENDING
+
+        redis_server = PrivateRedis(port=redis_server.port)  # back, empty: nothing cached survived
+        async with Tab(server, asked.conversation.pk, cookie) as tab:
+            await asyncio.to_thread(browser.page, server, asked.conversation.pk)
+            status, _ = await asyncio.to_thread(browser.answer, server, asked.question_id, 0)
+            assert status == 200
+            await tab.wait_for("state-resolved")  # the receipt reached the tab: the layer reconnected
+            await tab.wait_for_reply(final_text(asked.tag, "answered", "Atlas"))
+    finally:
+        server.stop()
+        redis_server.stop()
