@@ -19,7 +19,8 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 import psycopg
-from django.db import connection
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS
 from psycopg_pool import AsyncConnectionPool
 
 from project.embedded_pg import conninfo
@@ -38,7 +39,9 @@ _opened: dict[tuple[asyncio.AbstractEventLoop, str], weakref.WeakSet[psycopg.Asy
 
 async def _pool() -> AsyncConnectionPool:
     loop = asyncio.get_running_loop()
-    key = (loop, conninfo(connection.settings_dict))
+    # The settings Django's connections are made from (the same dict), not `connection`'s: on the
+    # event loop each task would make a database wrapper of its own just to read them.
+    key = (loop, conninfo(settings.DATABASES[DEFAULT_DB_ALIAS]))
     pool = _pools.get(key)
     if pool is None:
         _discard_pools_of_closed_loops()
