@@ -848,29 +848,33 @@ async def test_while_redis_is_down_pages_and_answers_get_a_503_and_after_it_retu
     try:
         cookie = await session_cookie_for(alice)
         asked = await ask(server, model, alice, cookie)
-        browser = Browser(cookie)
-        await asyncio.to_thread(browser.page, server, asked.conversation.pk)
-        await asked.tab.__aexit__(None, None, None)
-        redis_server.stop()
-
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-        conn.request("GET", f"/chat/{asked.conversation.pk}/", headers={"Cookie": f"{settings.SESSION_COOKIE_NAME}={cookie}"})
-        page = conn.getresponse()
-        html = page.read().decode()
-        conn.close()
-        assert (page.status, page.headers["Retry-After"]) == (503, "5"), html[:500]
-        assert "Try again in a moment" in html and "cannot reach Redis" in html
-        status, text = await asyncio.to_thread(browser.answer, server, asked.question_id, 0)
-        assert status == 503 and "cannot reach Redis" in text  # the text htmx shows on the card
-        assert (await question(asked.question_id)).status == PendingQuestion.Status.PENDING
-
-        redis_server = PrivateRedis(port=redis_server.port)  # back, empty: nothing cached survived
-        async with Tab(server, asked.conversation.pk, cookie) as tab:
+        try:  # the tab that asked stays open through the outage
+            browser = Browser(cookie)
             await asyncio.to_thread(browser.page, server, asked.conversation.pk)
-            status, _ = await asyncio.to_thread(browser.answer, server, asked.question_id, 0)
-            assert status == 200
-            await tab.wait_for("state-resolved")  # the receipt reached the tab: the layer reconnected
-            await tab.wait_for_reply(final_text(asked.tag, "answered", "Atlas"))
+            redis_server.stop()
+
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+            conn.request("GET", f"/chat/{asked.conversation.pk}/", headers={"Cookie": f"{settings.SESSION_COOKIE_NAME}={cookie}"})
+            page = conn.getresponse()
+            html = page.read().decode()
+            conn.close()
+            assert (page.status, page.headers["Retry-After"]) == (503, "5"), html[:500]
+            assert "Try again in a moment" in html and "cannot reach Redis" in html
+            status, text = await asyncio.to_thread(browser.answer, server, asked.question_id, 0)
+            assert status == 503 and "cannot reach Redis" in text  # the text htmx shows on the card
+            assert (await question(asked.question_id)).status == PendingQuestion.Status.PENDING
+
+            redis_server = PrivateRedis(port=redis_server.port)  # back, empty: nothing cached survived
+            async with Tab(server, asked.conversation.pk, cookie) as tab:
+                await asyncio.to_thread(browser.page, server, asked.conversation.pk)
+                status, _ = await asyncio.to_thread(browser.answer, server, asked.question_id, 0)
+                assert status == 200
+                await tab.wait_for("state-resolved")  # the receipt reached the tab: the layer reconnected
+                await tab.wait_for_reply(final_text(asked.tag, "answered", "Atlas"))
+            # The tab open all along hears the conversation again: its subscriptions were restored.
+            await asked.tab.wait_for_reply(final_text(asked.tag, "answered", "Atlas"))
+        finally:
+            await asked.tab.__aexit__(None, None, None)
     finally:
         server.stop()
         redis_server.stop()
