@@ -2,14 +2,17 @@ from __future__ import annotations
 
 import gc
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 django_http = get_asgi_application()
 
+from asgiref.sync import ThreadSensitiveContext  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs Django set up)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.exceptions import SuspiciousFileOperation  # noqa: E402
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse  # noqa: E402
@@ -31,6 +34,32 @@ class StartsBackgroundWork:
         return await self.app(scope, receive, send)
 
 
+class RequestThreads:
+    """Django runs each request's sync work (its middleware chain, sync views, closing the
+    response) on a thread started for that request and stopped after it. Here a request borrows
+    an idle one-thread executor instead (a new one when none is idle) through asgiref's
+    `ThreadSensitiveContext`, and gives it back when it is done: the same one thread per request
+    that Django's handler expects, without starting and stopping one each time. At most
+    `keep_idle` wait between requests; the rest are shut down. Work a request starts in the
+    background runs on the background's threads (`chat.background`), never on these."""
+
+    def __init__(self, app: ASGIApp, *, keep_idle: int) -> None:
+        self.app = app
+        self.keep_idle = keep_idle
+        self._idle: list[ThreadPoolExecutor] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        executor = self._idle.pop() if self._idle else ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                await self.app(scope, receive, send)
+        finally:
+            if len(self._idle) < self.keep_idle:
+                self._idle.append(executor)
+            else:
+                executor.shutdown(wait=False)
+
+
 class StaticFiles(ASGIStaticFilesHandler):
     """Daphne serves the vendored static files itself: a one-command install needs no proxy. A
     path that climbs out of the static folders (`/static/../manage.py`) is simply not a static
@@ -45,7 +74,9 @@ class StaticFiles(ASGIStaticFilesHandler):
 
 application = ProtocolTypeRouter(
     {
-        "http": StartsBackgroundWork(StaticFiles(django_http)),
+        # As many idle request threads as the pool has connections: more requests than that
+        # at once wait for a connection anyway.
+        "http": StartsBackgroundWork(RequestThreads(StaticFiles(django_http), keep_idle=settings.DATABASE_POOL_MAX_SIZE)),
         "websocket": StartsBackgroundWork(OwnOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))),
     }
 )
