@@ -65,7 +65,8 @@ def unavailable_error(exc: BaseException) -> Unavailable | None:
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, (redis.ConnectionError, redis.TimeoutError)):
-            # Read before anything is written (the session), so nothing was.
+            # Not "nothing was saved": Redis can fail after a write (a message saved, then
+            # its publishing to the tabs).
             return Unavailable("Clarion cannot reach Redis right now. Try again in a moment.")
         if isinstance(seen, PoolTimeout):
             return Unavailable("Clarion is busy right now. Nothing was saved — try again in a moment.")
