@@ -55,8 +55,10 @@ class Unavailable(ClarionError):
     retry_after_seconds = 5
 
 
+# Redis out of reach (down, restarting, too slow to answer).
+_REDIS_OUTAGES = (redis.ConnectionError, redis.TimeoutError)
 # What an entry point catches to ask `unavailable_error` whether it is an outage.
-OUTAGE_ERRORS = (DatabaseError, redis.ConnectionError, redis.TimeoutError)
+OUTAGE_ERRORS = (DatabaseError, *_REDIS_OUTAGES)
 
 
 def unavailable_error(exc: BaseException) -> Unavailable | None:
@@ -64,7 +66,7 @@ def unavailable_error(exc: BaseException) -> Unavailable | None:
     not be reached in time; None for any other failure, which stays a bug to report."""
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, (redis.ConnectionError, redis.TimeoutError)):
+        if isinstance(seen, _REDIS_OUTAGES):
             # Not "nothing was saved": Redis can fail after a write (a message saved, then
             # its publishing to the tabs).
             return Unavailable("Clarion cannot reach Redis right now. Try again in a moment.")
