@@ -440,17 +440,31 @@
   // A form swapped in moments ago (a card, the rename field) is bound by htmx when the swap
   // settles. A submit that beats the binding would leave the page as a plain form post; bind the
   // form and send it the htmx way instead — on the next task, since a form ignores a submit
-  // requested while its own submit event is firing. Once per form, so nothing can loop.
+  // requested while its own submit event is firing. Once per form, so nothing can loop. A card
+  // can be drawn again in that moment (the same change, from the socket after the HTTP response):
+  // the submit then goes to the form that took this one's place, which keeps what was typed.
   document.addEventListener("submit", function (event) {
     var form = event.target;
     if (event.defaultPrevented || !window.htmx || !form.matches("form[hx-post], form[hx-get], form[ws-send]")) return;
     if (form.dataset.boundOnSubmit) return;
     event.preventDefault();
     form.dataset.boundOnSubmit = "1";
-    var submitter = event.submitter || undefined;
+    var submitter = event.submitter || null;
     htmx.process(form);
-    setTimeout(function () { if (form.isConnected) form.requestSubmit(submitter); }, 0);
+    setTimeout(function () {
+      var now = form.isConnected ? form : formInPlaceOf(form);
+      if (!now) return;
+      var button = submitter && submitter.name
+        ? now.querySelector('button[name="' + submitter.name + '"][value="' + submitter.value + '"]') : null;
+      now.requestSubmit(button || (now === form ? submitter : null));
+    }, 0);
   });
+
+  function formInPlaceOf(form) {
+    var post = form.getAttribute("hx-post");
+    if (!post || !form.classList.length) return null;
+    return document.querySelector('form.' + form.classList[0] + '[hx-post="' + post + '"]');
+  }
 
   // --- countdowns ------------------------------------------------------------------------------
   var clocks = new Map(); // question id → {el, remaining, total, paused, startedAt, fired}

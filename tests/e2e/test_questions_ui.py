@@ -219,6 +219,37 @@ def card_render(card) -> str:
     return card.evaluate("el => { const c = el.cloneNode(true); c.setAttribute('hx-swap-oob', 'true'); return c.outerHTML; }")
 
 
+def test_an_answer_sent_as_its_card_is_drawn_again_is_not_lost(model_server, browser_context):
+    """A card can be drawn twice in a row (one change, from an HTTP response and then from the
+    socket), and Enter can land on a form drawn a moment before, which htmx has not bound yet: the
+    answer goes to the form that took its place, with what was typed."""
+    server, fake = model_server
+    script(fake, ask_user(question("What should the trip be called?", ["Coast", "Mountain"]), id="call_redrawn"), Reply.text("Booked."))
+    _, page = user_with_page(browser_context, server.url, "redrawn")
+    send(page, "plan a trip")
+    expect(pending_card(page).locator(".custom-answer input")).to_be_visible()
+    # Drawn again outside htmx (a form it has not bound), then once more, bound, while Enter's
+    # submit fires; the typed text carried over as the page carries it across a render.
+    page.evaluate(
+        """() => {
+        const card = () => document.querySelector('.question-card');
+        card().outerHTML = card().outerHTML;
+        document.addEventListener('submit', () => {
+            const typed = card().querySelector('.custom-answer input').value;
+            card().outerHTML = card().outerHTML;
+            card().querySelector('.custom-answer input').value = typed;
+            htmx.process(card());
+        }, {capture: true, once: true});
+    }"""
+    )
+    field = pending_card(page).locator(".custom-answer input")
+    field.fill("Lighthouse loop")
+    field.press("Enter")
+    expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("Lighthouse loop")
+    expect(page.locator(".message-assistant .markdown").last).to_have_text("Booked.")
+    assert tool_result(fake, "call_redrawn")["answers"][0]["answers"] == ["Lighthouse loop"]
+
+
 def test_a_late_render_neither_undoes_an_answer_nor_takes_the_focus_from_the_answer_field(model_server, browser_context):
     server, fake = model_server
     script(
