@@ -10,10 +10,14 @@ started fresh for its turn and warmed up with 20 clients):
   channel layer), driven only with the requests its page sends: `GET /chat/<id>/` with the
   login session cookie (the page, its CSRF token and cookie), the conversation websocket with
   that cookie and the page's origin, the composer's `send_message` frame (as htmx's ws extension
-  sends a form), and the card's `hx-post` to `/chat/questions/<id>/answer/` (`option=1`, the
-  session and CSRF cookies, `X-CSRFToken` and the headers htmx adds). The receipt is the POST's
-  response (the card the page swaps in; its websocket frame is timed too); the reply is read
-  from the websocket. Conversations and logins are made beforehand, directly (not measured).
+  sends a form), and the card's answer as `static/js/clarion.js` sends it while the socket is open:
+  the `answer` frame it builds from the card's form (`{"action":"answer","question_id":…,"option":1}`),
+  posted with the card's `hx-post` if no receipt came within 15 s. With --card-post, the card's
+  `hx-post` to `/chat/questions/<id>/answer/` instead (`option=1`, the session and CSRF cookies,
+  `X-CSRFToken` and the headers htmx adds): what the page sends when its socket is not open. The
+  receipt is its websocket frame (or the POST's response, the card the page swaps in, when that
+  comes first); the reply is read from the websocket. Conversations and logins are made
+  beforehand, directly (not measured).
 - **Clarion, 2 Daphne + Redis**: two workers on two ports sharing groups through `REDIS_URL`
   (a channel prefix of this run's own); clients alternate between the workers.
 - **LangGraph + Postgres** (the anchor, `bench/anchors/langgraph_server.py`): `interrupt()` to
@@ -84,8 +88,13 @@ LOGS = ROOT / ".data" / "bench-answer-path" / os.environ.get("DATABASE_NAME", "c
 # --- the two dialects: what each system's frames look like --------------------------------------
 
 
+# The page posts an answer its socket took when no receipt came in this long (static/js/clarion.js).
+ANSWER_WAIT_SECONDS = 15.0
+
+
 class ClarionDialect:
     name = "Clarion"
+
     CARD = re.compile(
         r'<section [^>]*\bid="qgroup-([0-9a-f-]{36})"[^>]*>.*?<div class="question-pending" id="question-([0-9a-f-]{36})"', re.S
     )
@@ -96,6 +105,11 @@ class ClarionDialect:
     STREAM_PIECE = re.compile(r'<div id="stream-[^"]+-body" hx-swap-oob="innerHTML">')
     TAG = re.compile(r"<[^>]*>")
     COMPOSER_ERROR = re.compile(r'<div id="composer-error"[^>]*>([^<]*)</div>')
+
+    def __init__(self, *, card_post: bool) -> None:
+        self.card_post = card_post
+        self.posted_after_wait = 0
+        self._fallbacks: set[asyncio.Task] = set()
 
     def ask_frame(self, client: Client) -> str:
         # What htmx's ws extension sends for the composer's form.
@@ -115,7 +129,26 @@ class ClarionDialect:
             client.headers["Cookie"] += f"; {settings.CSRF_COOKIE_NAME}={csrf_cookie}"
 
     async def answer(self, session: Session, client: Client) -> None:
-        """The card's option button: its form's `hx-post`, as htmx sends it."""
+        """The card's option button, as the page sends it: while its socket is open, the `answer`
+        frame `static/js/clarion.js` builds from the card's form, posted after ANSWER_WAIT_SECONDS
+        if no receipt came (in the background: the step's time and CPU do not wait for it); with
+        --card-post, the form's `hx-post`, as the page sends it when its socket is not open."""
+        if not self.card_post:
+            await session.send(
+                client, json.dumps({"action": "answer", "question_id": client.question_id, "option": 1}, separators=(",", ":"))
+            )
+            self._fallbacks.add(task := asyncio.create_task(self._post_unless_received(session, client)))
+            task.add_done_callback(self._fallbacks.discard)
+            return
+        await self._post(session, client)
+
+    async def _post_unless_received(self, session: Session, client: Client) -> None:
+        await asyncio.sleep(ANSWER_WAIT_SECONDS)
+        if client.receipt_at is None:
+            self.posted_after_wait += 1
+            await self._post(session, client)
+
+    async def _post(self, session: Session, client: Client) -> None:
         origin = client.page_url.split("/chat/", 1)[0]
         response = await session.http.post(
             f"{origin}/chat/questions/{client.question_id}/answer/",
@@ -248,12 +281,12 @@ class _ServedSystem:
 
 
 class Clarion(_ServedSystem):
-    def __init__(self, *, workers: int, database: str, model_url: str, redis_url: str, users) -> None:
+    def __init__(self, *, workers: int, database: str, model_url: str, redis_url: str, users, card_post: bool) -> None:
         self.workers, self.database, self.users = workers, database, users
         self.name = "Clarion, 1 Daphne" if workers == 1 else f"Clarion, {workers} Daphne + Redis"
         self.connection_prefix = "clarion-"  # each process names its connections clarion-<pid>
         self.key = f"clarion{workers}"
-        self.dialect = ClarionDialect()
+        self.dialect = ClarionDialect(card_post=card_post)
         self.env = clarion_env(
             database=database,
             model_url=model_url,
@@ -477,9 +510,11 @@ def report(results: dict, systems, args, *, rounds: int | None = None, bound: in
         totals.append(f"{failed} / {lost} / {doubled} / {calls} of {expected}")
     rows.append(("failed (HTTP errors, error frames) / lost / doubled / model calls of 2N (every answer of every round)", totals))
 
+    how = "with the card's POST (as the page does without its socket)" if args.card_post else "on the page's open socket"
     print(f"\nAnswer path vs anchor: {rounds} round(s), interleaved; each cell is the median over the "
           f"rounds (min–max). Fake model at zero delay through the openai SDK; loopback; 2 cores. Clarion "
-          f"answers with the card's POST; a process's connection bound is {bound} (DATABASE_POOL_MAX_SIZE + 25).\n")  # fmt: skip
+          f"answers {how}; "
+          f"a process's connection bound is {bound} (DATABASE_POOL_MAX_SIZE + 25).\n")  # fmt: skip
     print("| measure | " + " | ".join(s.name for s in systems) + " |")
     print("| --- |" + " ---: |" * len(systems))
     for label, cells in rows:
@@ -501,6 +536,8 @@ def report(results: dict, systems, args, *, rounds: int | None = None, bound: in
         errors = [e for ms in results[system.key].values() for m in ms for e in m.http_errors + m.errors]
         if errors:
             print(f"\n{system.name}: first failures: {errors[:3]}")
+        if isinstance(system.dialect, ClarionDialect) and not args.card_post:
+            print(f"\n{system.name}: answers posted after {ANSWER_WAIT_SECONDS:g} s without a receipt: {system.dialect.posted_after_wait}")
     print(f"\n1-minute load average at the end: {os.getloadavg()[0]:.2f} (2 cores, shared with other work)")
     print(f"server logs: {LOGS}")
     return ok
@@ -518,6 +555,9 @@ def parse_args():
     parser.add_argument("--ask-concurrency", type=int, default=25, help="messages in flight during the ask phase")
     parser.add_argument("--wait", type=float, default=300, help="how long a phase waits for its last client, seconds")
     parser.add_argument("--timeout", type=float, default=5400, help="cap on the whole run, seconds")
+    parser.add_argument(
+        "--card-post", action="store_true", help="Clarion's answers as the card's POST (what the page sends when its socket is not open)"
+    )
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0")
     parser.add_argument("--anchor-pool-size", type=int, default=10, help="the anchor's Postgres pool (max connections)")
     parser.add_argument("--keep-databases", action="store_true", help="do not drop the two bench databases at the end")
@@ -594,7 +634,7 @@ def main() -> int:
         for key in args.systems:
             if key.startswith("clarion"):
                 systems.append(Clarion(workers=int(key[-1]), database=database, model_url=model.base_url,
-                                       redis_url=args.redis_url, users=users))  # fmt: skip
+                                       redis_url=args.redis_url, users=users, card_post=args.card_post))  # fmt: skip
             elif key == "anchor":
                 systems.append(Anchor(database=anchor_database, model_url=model.base_url, pool_size=args.anchor_pool_size))
             else:

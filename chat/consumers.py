@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING
 
 from channels.consumer import get_handler_name
@@ -11,7 +12,8 @@ from pydantic import ValidationError
 from chat import agent, answering, deadlines, publishing, rendering, selectors, services
 from chat.frames import AnswerQuestion, EditMessage, QuestionClock, Regenerate, Retry, SendMessage, SkipQuestions, Stop, parse_frame
 from chat.models import Conversation, user_group_name
-from project.errors import OUTAGE_ERRORS, ClarionError, unavailable_error
+from project.errors import OUTAGE_ERRORS, ClarionError, first_error, unavailable_error
+from questions import selectors as question_selectors
 from questions import services as questions
 from questions.models import PendingQuestion
 
@@ -21,6 +23,11 @@ if TYPE_CHECKING:
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
 CLOSE_TRY_AGAIN_LATER = 1013
+
+
+def _card_of(user: User, question_id: uuid.UUID, *, error: str = "") -> str:
+    question = question_selectors.question_for_user(user=user, question_id=question_id)
+    return rendering.question_group(question.group, error=error)
 
 
 class ConversationConsumer(AsyncWebsocketConsumer):
@@ -101,16 +108,27 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         except ClarionError as exc:
             await self.send(text_data=rendering.composer_error(exc.message))
         except ValidationError as exc:  # an answer that fails its schema at the edge
-            await self.send(text_data=rendering.composer_error(exc.errors()[0]["msg"].removeprefix("Value error, ")))
+            await self.send(text_data=rendering.composer_error(first_error(exc)))
         except OUTAGE_ERRORS as exc:  # no connection in time (a burst, Postgres restarting, Redis down)
             if (error := unavailable_error(exc)) is None:
                 raise
             await self.send(text_data=rendering.composer_error(error.message))
 
     async def _answer(self, frame: AnswerQuestion, *, user: User) -> None:
-        await answering.submit_answer(
-            user=user, question_id=frame.question_id, answer=frame.to_answer(), via=PendingQuestion.ResolvedVia.OPTION
-        )
+        """The card's answer, as the page sends it while its socket is open. Like the card's POST,
+        an answer the question refuses comes back as the card with the reason on it, and one
+        already resolved as its resolved card — to this tab, where the person answered."""
+        try:
+            await answering.submit_answer(
+                user=user, question_id=frame.question_id, answer=frame.to_answer(), via=PendingQuestion.ResolvedVia.OPTION
+            )
+        except questions.QuestionNotFound:
+            raise
+        except questions.AlreadyResolved:
+            await self.send(text_data=await database_sync_to_async(_card_of)(user, frame.question_id))
+        except (ClarionError, ValidationError) as exc:
+            error = exc.message if isinstance(exc, ClarionError) else first_error(exc)
+            await self.send(text_data=await database_sync_to_async(_card_of)(user, frame.question_id, error=error))
 
     async def _send_message(self, frame: SendMessage, *, user: User, conversation: Conversation) -> None:
         text = services.validate_user_message(frame.message)

@@ -1,4 +1,6 @@
-"""HTTP endpoints of question cards: answer, pause, resume, expire. Work without the websocket.
+"""HTTP endpoints of question cards: answer, pause, resume, expire. They work without the
+websocket: the page sends an answer on its socket while that is open (`chat.consumers`, with the
+same rules and the same card back) and posts it here when it is not.
 
 Thin: parse the form → chat.answering → the group's card (an answer's and an expiry's: the card
 their resolution rendered for every tab). Another user's (or no) question is a 404; a question
@@ -19,7 +21,7 @@ from django.views.decorators.http import require_POST
 from pydantic import ValidationError
 
 from chat import answering, rendering
-from project.errors import ClarionError, Rejected
+from project.errors import ClarionError, Rejected, first_error
 from project.users import AuthenticatedHttpRequest, User
 from questions import selectors as question_selectors
 from questions import services as questions
@@ -55,7 +57,7 @@ async def _error_response(exc: Exception, group_id: uuid.UUID) -> HttpResponse:
     if isinstance(exc, ClarionError):
         return await _card_response(group_id, status=exc.status, error=exc.message)
     if isinstance(exc, ValidationError):
-        return await _card_response(group_id, status=422, error=_first_error(exc))
+        return await _card_response(group_id, status=422, error=first_error(exc))
     raise exc
 
 
@@ -177,8 +179,3 @@ async def expire(request: AuthenticatedHttpRequest, user: User, question: Pendin
     if question.is_pending and await database_sync_to_async(question_selectors.is_pending)(question_id=question.pk):
         return HttpResponse(status=204)  # not due yet (paused or extended); the card stays
     return await _card_response(question.group_id)
-
-
-def _first_error(exc: ValidationError) -> str:
-    message = exc.errors()[0]["msg"]
-    return message.removeprefix("Value error, ")

@@ -13,6 +13,7 @@ import psycopg
 import redis
 from django.db import DatabaseError
 from psycopg_pool import PoolTimeout
+from pydantic import ValidationError
 
 
 class ClarionError(Exception):
@@ -53,6 +54,11 @@ class Unavailable(ClarionError):
 
     status = 503
     retry_after_seconds = 5
+
+
+def first_error(exc: ValidationError) -> str:
+    """What a person is told of input that failed its schema: its first error, as worded."""
+    return exc.errors()[0]["msg"].removeprefix("Value error, ")
 
 
 # Redis out of reach (down, restarting, too slow to answer).

@@ -217,6 +217,64 @@
   document.addEventListener("htmx:wsOpen", function () { document.body.dataset.ws = "open"; });
   document.addEventListener("htmx:wsClose", function () { document.body.dataset.ws = "closed"; });
 
+  // --- a card's answer goes over the open socket ----------------------------------------------------
+  // The socket that brings the receipt and the reply takes the answer too, as an `answer` frame with
+  // the form's fields, instead of a request of its own. The form posts as before when the socket is
+  // not open. Nothing is lost in between: an answer sent on a socket that then closes, or that
+  // brought no change to its card within ANSWER_WAIT_MS, is posted (answering twice is safe: an
+  // answered question returns its receipt). Any render of the card (its receipt, the card with the
+  // reason an answer was refused, new hints) settles it: a card shown again can be answered again.
+  var ANSWER_WAIT_MS = 15000;
+  var INDEX = /^-?[0-9]{1,9}$/;    // what the server reads as an option's index
+  var answerSocket = null;
+  var unsettled = new Set();       // answers sent on the socket whose card has not changed yet
+  document.addEventListener("htmx:wsOpen", function (event) { answerSocket = event.detail.socketWrapper; });
+  document.addEventListener("htmx:wsClose", function () {
+    answerSocket = null;
+    unsettled.forEach(function (post) { post(); });
+  });
+
+  function answerFrame(questionId, data) {
+    var frame = { action: "answer", question_id: questionId };
+    var indexes = function (name) {
+      var values = data.getAll(name);
+      return values.every(function (v) { return INDEX.test(v); }) ? values.map(Number) : null;
+    };
+    if (data.has("option")) {
+      var option = indexes("option");
+      if (!option || option.length !== 1) return null; // the form's own post says what is wrong
+      frame.option = option[0];
+    }
+    if (data.has("options") && !(frame.options = indexes("options"))) return null;
+    if (data.has("choose_changes") && !(frame.changes = indexes("changes"))) return null;
+    if (data.has("custom")) frame.custom = String(data.get("custom"));
+    if (data.has("label")) frame.label = data.getAll("label").map(String);
+    return frame;
+  }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var form = event.detail.elt;
+    var card = form && form.closest ? form.closest(".question-pending") : null;
+    if (!card || !answerSocket || form.dataset.viaHttp || !/\/answer\/$/.test(event.detail.path)) return;
+    var data = event.detail.formData;
+    var frame = data && answerFrame(card.dataset.question, data);
+    if (!frame) return;
+    event.preventDefault();
+    var option = data.get("option");
+    var submitter = option === null ? null : form.querySelector('button[name="option"][value="' + option + '"]');
+    var timer = null;
+    var post = function () {
+      clearTimeout(timer);
+      unsettled.delete(post);
+      if (!card.isConnected || !form.isConnected) return; // the card changed: the answer arrived
+      form.dataset.viaHttp = "1";
+      form.requestSubmit(submitter);
+    };
+    unsettled.add(post);
+    timer = setTimeout(post, ANSWER_WAIT_MS);
+    answerSocket.send(JSON.stringify(frame), form);
+  });
+
   document.addEventListener("htmx:wsConfigSend", function (event) {
     var form = event.target;
     if (!form || form.id !== "composer" || document.body.dataset.ws === "open") return;

@@ -150,6 +150,78 @@ def test_clicking_an_option_answers_in_every_tab_and_continues(model_server, bro
     }  # fmt: skip
 
 
+def answer_posts(page) -> list[str]:
+    """Every answer the page sends as an HTTP request, as it sends it."""
+    posts: list[str] = []
+    page.on("request", lambda request: posts.append(request.method) if "/answer/" in request.url else None)
+    return posts
+
+
+def test_an_answer_goes_over_the_open_socket_and_a_refused_one_says_why_on_its_card(model_server, browser_context):
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(question("Which project should I plan first?", ["Atlas", "Harbor", "Home"]), id="call_socket"),
+        Reply.text("Planning **Harbor** first."),
+    )
+    _, page = user_with_page(browser_context, server.url, "sock")
+    posts = answer_posts(page)
+    send(page, "plan my week")
+    card = pending_card(page)
+
+    # An empty typed answer is refused, on the card where it was sent; nothing was written.
+    card.locator(".custom-answer button").click()
+    expect(pending_card(page).locator(".question-error")).to_have_text("Type an answer first.")
+    assert PendingQuestion.objects.get(tool_call_id="call_socket").status == "pending"
+
+    pending_card(page).locator(".option", has_text="Harbor").click()
+    expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("Harbor")
+    expect(page.locator(".message-assistant .markdown strong")).to_have_text("Harbor")
+    assert posts == []  # the socket carried both answers
+    assert tool_result(fake, "call_socket")["answers"][0]["selected_indexes"] == [1]
+
+
+def test_an_answer_whose_socket_closes_before_it_lands_is_posted_instead(model_server, browser_context):
+    """The socket goes down just as the answer is sent on it (the frame is lost with it): the page
+    posts the answer, and the card shows its receipt."""
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(question("Which project should I plan first?", ["Atlas", "Harbor", "Home"]), id="call_lost"),
+        Reply.text("Planning **Home** first."),
+    )
+    dropped: list[str] = []
+
+    def cut_on_answer(ws) -> None:
+        upstream = ws.connect_to_server()
+
+        def from_page(message) -> None:
+            if isinstance(message, str) and '"action":"answer"' in message and not dropped:
+                dropped.append(message)
+                ws.close(code=1012, reason="cut")
+            else:
+                upstream.send(message)
+
+        ws.on_message(from_page)
+        upstream.on_message(lambda message: ws.send(message))
+
+    browser_context.route_web_socket(re.compile(r"/ws/"), cut_on_answer)
+    _, page = user_with_page(browser_context, server.url, "lost")
+    posts = answer_posts(page)
+    send(page, "plan my week")
+    pending_card(page).locator(".option", has_text="Home").click()
+
+    expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("Home")
+    assert len(dropped) == 1 and json.loads(dropped[0]) == {"action": "answer", "question_id": str(
+        PendingQuestion.objects.get(tool_call_id="call_lost").pk), "option": 2}  # fmt: skip
+    assert posts == ["POST"]
+    question_row = PendingQuestion.objects.get(tool_call_id="call_lost")
+    assert (question_row.status, question_row.selected_indexes) == ("answered", [2])
+    wait_for_socket(page)  # back, and the reply that was saved meanwhile shows after a reload
+    page.reload()
+    expect(page.locator(".message-assistant .markdown strong")).to_have_text("Home")
+
+
 # --- 2. custom answers ---------------------------------------------------------------------------
 
 

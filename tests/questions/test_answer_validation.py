@@ -1,8 +1,8 @@
 """One set of answer rules at both edges: the card's HTTP form and the websocket's `answer` frame.
 
-Each bad answer gets its clear message (the card with the error and a 4xx over HTTP, an error frame
-over the websocket, which stays up) and writes nothing: the question stays pending and no tool
-result is saved.
+Each bad answer gets its clear message — the card with the error, as a 4xx over HTTP and as a frame
+to the tab that sent it over the websocket (which stays up); a frame of the wrong shape, an error
+under the composer — and writes nothing: the question stays pending and no tool result is saved.
 """
 
 from __future__ import annotations
@@ -35,18 +35,24 @@ def unescaped(html: str) -> str:
     return html.replace("&#x27;", "'").replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-async def answer_over_ws(user, question, fields: dict | str) -> str:
-    """Sends one `answer` frame (fields, or the raw text of a frame) and returns the error shown."""
+async def answer_over_ws(user, question, fields: dict | str) -> tuple[str, str]:
+    """Sends one `answer` frame (fields, or the raw text of a frame); returns where the error was
+    shown — on the question's card (an answer the question refuses, as the card's POST shows it)
+    or under the composer (a frame of the wrong shape) — and the frame that showed it."""
     socket = await open_socket(f"/ws/conversations/{question.conversation_id}/", user=user)
     assert (await socket.connect())[0]
     raw = fields if isinstance(fields, str) else json.dumps({"action": "answer", "question_id": str(question.pk), **fields})
     await socket.send_to(text_data=raw)
-    error = await receive_until(socket, 'id="composer-error"')
+    while True:
+        frame = await socket.receive_from(timeout=15)
+        if 'class="question-error"' in frame or 'id="composer-error"' in frame:
+            break
+    where = "card" if 'class="question-error"' in frame and f'id="question-{question.pk}"' in frame else "composer"
     # The socket is still up and still served: a pause frame gets the card back.
     await socket.send_to(text_data=json.dumps({"action": "pause", "question_id": str(question.pk)}))
     assert f'id="question-{question.pk}"' in await receive_until(socket, f'id="question-{question.pk}"')
     await socket.disconnect()
-    return unescaped(error)
+    return where, unescaped(frame)
 
 
 async def answer_over_http(async_client, user, question, data: dict) -> tuple[int, str]:
@@ -83,8 +89,9 @@ WS_CASES = [
 @pytest.mark.parametrize("fields, message", WS_CASES)
 async def test_bad_answer_frames_get_an_error_frame_and_nothing_is_written(alice, fields, message):
     question = await pending_question(alice)
-    error = await answer_over_ws(alice, question, fields)
+    where, error = await answer_over_ws(alice, question, fields)
     assert message in error
+    assert where == ("composer" if message.startswith("Frame field") else "card")
     assert await state_of(question) == ("pending", 0)
 
 
@@ -127,7 +134,8 @@ async def test_a_typed_answer_where_none_is_allowed_is_refused_on_both_edges(asy
         status, shown = await answer_over_http(async_client, alice, question, {"custom": "Somewhere else"})
         assert status == 422
     else:
-        shown = await answer_over_ws(alice, question, {"custom": "Somewhere else"})
+        where, shown = await answer_over_ws(alice, question, {"custom": "Somewhere else"})
+        assert where == "card"
     assert "This question needs one of its options (a–c); a typed answer is not allowed." in shown
     assert await state_of(question) == ("pending", 0)
 
@@ -146,3 +154,24 @@ async def test_good_answers_still_go_through_on_both_edges(async_client, alice, 
         await socket.disconnect()
     answered = await database_sync_to_async(PendingQuestion.objects.get)(pk=question.pk)
     assert (answered.status, answered.selected_indexes, answered.answer) == ("answered", [0, 2], "Atlas, Home")
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+async def test_an_answer_to_a_question_already_answered_gets_its_receipt_on_both_edges(async_client, alice, transport):
+    """A second tab, or a page that posts an answer its socket may have lost: the question keeps
+    its first answer, and the one who sent the second sees the receipt of the first."""
+    question = await pending_question(alice)
+    socket = await open_socket(f"/ws/conversations/{question.conversation_id}/", user=alice)
+    assert (await socket.connect())[0]
+    await socket.send_to(text_data=json.dumps({"action": "answer", "question_id": str(question.pk), "option": 0}))
+    await receive_until(socket, "receipt-answer")
+    if transport == "http":
+        status, shown = await answer_over_http(async_client, alice, question, {"option": "1"})
+        assert status == 409
+    else:
+        await socket.send_to(text_data=json.dumps({"action": "answer", "question_id": str(question.pk), "option": 1}))
+        shown = unescaped(await receive_until(socket, f'id="question-{question.pk}"'))
+    await socket.disconnect()
+    assert "receipt-answer" in shown and "Atlas" in shown and "question-error" not in shown
+    answered = await database_sync_to_async(PendingQuestion.objects.get)(pk=question.pk)
+    assert (answered.status, answered.selected_indexes) == ("answered", [0])
