@@ -289,6 +289,32 @@ def test_the_default_is_marked_and_named_in_the_countdown(guessing_model_server,
     expect(card.locator(".countdown")).to_have_text(re.compile(r"^\s*Default b · Harbor applies in\s+\d+ s\s*$"))
 
 
+@pytest.mark.parametrize("viewport", [pytest.param({"width": 1280, "height": 800}, id="desktop"), pytest.param(PHONE, id="phone")])
+def test_the_countdown_label_is_read_whole_on_a_phone_too(model_server, browser, viewport):
+    """Its longest label wraps inside the bar, which grows with it, instead of being cut off."""
+    server, fake = model_server
+    script(fake, ask_user(question("Which launch?", ["Atlas", "Harbor"], timeout_seconds=60), id="call_nodefault"))
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(10_000)
+    try:
+        user = get_user_model().objects.create_user(username=f"nodefault{viewport['width']}", password=PASSWORD)
+        page = context.new_page()
+        log_in(page, server.url, user.username, PASSWORD)
+        # Opened directly: the phone layout keeps the conversation list in a drawer.
+        page.goto(f"{server.url}/chat/{Conversation.objects.create(owner=user, title='New conversation').pk}/")
+        wait_for_socket(page)
+        send(page, "summarise the launch")
+        countdown = pending_card(page).locator(".countdown")
+        expect(countdown).to_contain_text(re.compile(r"^\s*No default — nothing is chosen when time runs out\s+\d+ s\s*$"))
+        inside = countdown.evaluate(
+            """c => { const l = c.querySelector('.countdown-label').getBoundingClientRect(), b = c.getBoundingClientRect();
+                      return l.top >= b.top - 0.5 && l.bottom <= b.bottom + 0.5 && l.right <= b.right + 0.5; }"""
+        )
+        assert inside, "the countdown's label sticks out of its bar, which cuts it off"
+    finally:
+        context.close()
+
+
 def test_a_weak_guess_is_shown_but_never_applied(guessing_model_server, browser_context):
     server, fake = guessing_model_server
     script(
