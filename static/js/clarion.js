@@ -217,7 +217,7 @@
   document.addEventListener("htmx:wsOpen", function () { document.body.dataset.ws = "open"; });
   document.addEventListener("htmx:wsClose", function () { document.body.dataset.ws = "closed"; });
 
-  // --- a card's answer goes over the open socket ----------------------------------------------------
+  // --- a card's answer (and its clock) goes over the open socket -----------------------------------
   // The socket that brings the receipt and the reply takes the answer too, as an `answer` frame with
   // the form's fields, instead of a request of its own. The form posts as before when the socket is
   // not open. Nothing is lost in between: an answer sent on a socket that then closes, or that
@@ -226,11 +226,11 @@
   // reason an answer was refused, new hints) settles it: a card shown again can be answered again.
   var ANSWER_WAIT_MS = 15000;
   var INDEX = /^-?[0-9]{1,9}$/;    // what the server reads as an option's index
-  var answerSocket = null;
+  var openSocket = null;
   var unsettled = new Set();       // answers sent on the socket whose card has not changed yet
-  document.addEventListener("htmx:wsOpen", function (event) { answerSocket = event.detail.socketWrapper; });
+  document.addEventListener("htmx:wsOpen", function (event) { openSocket = event.detail.socketWrapper; });
   document.addEventListener("htmx:wsClose", function () {
-    answerSocket = null;
+    openSocket = null;
     unsettled.forEach(function (post) { post(); });
   });
 
@@ -255,7 +255,7 @@
   document.addEventListener("htmx:configRequest", function (event) {
     var form = event.detail.elt;
     var card = form && form.closest ? form.closest(".question-pending") : null;
-    if (!card || !answerSocket || form.dataset.viaHttp || !/\/answer\/$/.test(event.detail.path)) return;
+    if (!card || !openSocket || form.dataset.viaHttp || !/\/answer\/$/.test(event.detail.path)) return;
     var data = event.detail.formData;
     var frame = data && answerFrame(card.dataset.question, data);
     if (!frame) return;
@@ -272,8 +272,20 @@
     };
     unsettled.add(post);
     timer = setTimeout(post, ANSWER_WAIT_MS);
-    answerSocket.send(JSON.stringify(frame), form);
+    openSocket.send(JSON.stringify(frame), form);
   });
+
+  // Stopping and restarting a card's clock go the same way, as `pause`/`resume` frames: every tab,
+  // this one too, is sent the card with its clock. With the socket closed, as the card's requests.
+  // A lost pause or resume costs only the clock's accuracy, which the server keeps and bounds.
+  function changeClock(el, action, requestOptions) {
+    if (openSocket) {
+      openSocket.send(JSON.stringify({ action: action, question_id: el.dataset.question }), el);
+      return;
+    }
+    var url = action === "pause" ? el.dataset.pauseUrl : el.dataset.resumeUrl;
+    htmx.ajax("POST", url, requestOptions || { source: el, swap: "none" });
+  }
 
   document.addEventListener("htmx:wsConfigSend", function (event) {
     var form = event.target;
@@ -642,10 +654,10 @@
     if (document.visibilityState !== "visible" || !onScreen.has(id) || streamingAbove(el) || somethingTyped(el)) return;
     startedHere.add(id);
     pausedAway.delete(id);
-    // The card comes back in the response: this page's socket may not be open yet to receive
-    // the broadcast of the running clock.
+    // Without the socket, the card comes back in the response: this page cannot receive the
+    // broadcast of the running clock yet.
     var group = el.closest(".question-card");
-    htmx.ajax("POST", el.dataset.resumeUrl, { source: el, target: "#" + group.id, swap: "outerHTML" });
+    changeClock(el, "resume", { source: el, target: "#" + group.id, swap: "outerHTML" });
   }
 
   document.addEventListener("visibilitychange", function () {
@@ -656,7 +668,7 @@
     var clock = clocks.get(id);
     if (clock) { clock.remaining = left(clock); clock.paused = true; }
     pausedAway.add(id);
-    htmx.ajax("POST", el.dataset.pauseUrl, { source: el, swap: "none" });
+    changeClock(el, "pause");
   });
 
   // While the socket is down the countdown says so instead of looking frozen; the server keeps
@@ -695,13 +707,13 @@
     if (!pausedByMe.has(id)) {
       pausedByMe.add(id);
       if (clock) { clock.remaining = left(clock); clock.paused = true; }
-      htmx.ajax("POST", card.dataset.pauseUrl, { source: card, swap: "none" });
+      changeClock(card, "pause");
     }
     clearTimeout(idleTimer);
     idleTimer = setTimeout(function () {
       pausedByMe.delete(id);
       var current = document.querySelector('.question-pending[data-question="' + id + '"]');
-      if (current) htmx.ajax("POST", current.dataset.resumeUrl, { source: current, swap: "none" });
+      if (current) changeClock(current, "resume");
     }, IDLE_RESUME_MS);
   });
 

@@ -537,14 +537,36 @@ def test_countdown_flashes_the_default_and_submits_it(guessing_model_server, bro
 # --- 6. pause while typing -----------------------------------------------------------------------------
 
 
+def clock_requests(page) -> list[str]:
+    """Every pause or resume the page sends as an HTTP request."""
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.url.split("/")[-2]) if re.search(r"/(pause|resume)/$", request.url) else None)
+    return sent
+
+
 def test_typing_pauses_the_countdown_and_idling_resumes_it(model_server, browser_context):
+    """The pause and the resume go over the page's open socket, not as requests of their own."""
     server, fake = model_server
     script(
         fake,
         ask_user(question("Which list should I tidy?", ["Today", "This week"], timeout_seconds=6), id="call_pause"),
         Reply.text("Nothing was picked, so I left both lists alone."),
     )
+    frames: list[dict] = []
+
+    def record(ws) -> None:
+        upstream = ws.connect_to_server()
+
+        def from_page(message) -> None:
+            frames.append(json.loads(message))
+            upstream.send(message)
+
+        ws.on_message(from_page)
+        upstream.on_message(lambda message: ws.send(message))
+
+    browser_context.route_web_socket(re.compile(r"/ws/"), record)
     _, page = user_with_page(browser_context, server.url, "tara")
+    requests = clock_requests(page)
     send(page, "tidy my lists")
     card = pending_card(page)
     expect(card).to_have_attribute("data-paused", "0")
@@ -572,6 +594,36 @@ def test_typing_pauses_the_countdown_and_idling_resumes_it(model_server, browser
     expect(page.locator(".message-assistant .markdown")).to_contain_text("left both lists alone")
     row = tool_result(fake, "call_pause")["answers"][0]
     assert (row["status"], row["default_applied"]) == ("timed_out", False)
+    clock = [(f["action"], f["question_id"]) for f in frames if f.get("action") in ("pause", "resume")]
+    assert clock == [("pause", str(question_row.pk)), ("resume", str(question_row.pk))]
+    assert requests == []
+
+
+def test_with_the_socket_down_typing_pauses_the_countdown_by_request(model_server, browser_context):
+    """The socket drops and stays down: the pause that typing starts goes as the card's request,
+    and the server's clock stops all the same."""
+    server, fake = model_server
+    script(fake, ask_user(question("Which list should I tidy?", ["Today", "This week"], timeout_seconds=60), id="call_down"))
+    sockets: list = []
+    browser_context.route_web_socket(re.compile(r"/ws/"), lambda ws: (sockets.append(ws), ws.connect_to_server()))
+    _, page = user_with_page(browser_context, server.url, "tom")
+    requests = clock_requests(page)
+    send(page, "tidy my lists")
+    card = pending_card(page)
+    expect(card).to_have_attribute("data-paused", "0")
+    question_row = PendingQuestion.objects.get(conversation__owner__username="tom")
+    assert question_row.paused_at is None
+
+    # From now on every socket is refused as it opens; the open one is cut.
+    browser_context.route_web_socket(re.compile(r"/ws/"), lambda ws: ws.close(code=1012, reason="down"))
+    sockets[-1].close(code=1012, reason="down")
+    page.wait_for_function("() => document.body.dataset.ws === 'closed'")
+    with page.expect_response(re.compile(r"/pause/$")) as paused:
+        page.locator("#composer-input").press_sequentially("hmm")
+    assert paused.value.status == 204
+    question_row.refresh_from_db()
+    assert question_row.paused_at is not None
+    assert requests == ["pause"]
 
 
 # --- 7. a reload keeps the deadline ---------------------------------------------------------------------
