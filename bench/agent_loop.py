@@ -41,6 +41,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from loadkit import ModelProcess  # noqa: E402
+from query_tools import ensure_database  # noqa: E402
 
 from chat import agent, services  # noqa: E402
 from llm import client_from_settings  # noqa: E402
@@ -197,6 +198,7 @@ if __name__ == "__main__":
     # Forked before any database connection, event loop or thread exists.
     model = None if args.in_process_model else ModelProcess(reply=scripted_reply)
     try:
+        ensure_database()
         call_command("migrate", verbosity=0)
         asyncio.run(main(args.turns, model))
     finally:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 os.environ.setdefault("SECRET_KEY", "bench-only")
 os.environ.setdefault("DATABASE_NAME", "clarion_bench_hop")
@@ -34,6 +35,7 @@ django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
+from query_tools import ensure_database  # noqa: E402
 
 from chat import answering  # noqa: E402
 from chat.models import Conversation, Message  # noqa: E402
@@ -101,6 +103,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,25,100", help="answers per hop, comma-separated")
     parser.add_argument("--repeats", type=int, default=12)
     args = parser.parse_args()
+    ensure_database()
     call_command("migrate", verbosity=0)
     hop_ms(5, 2)  # warm-up: connections, prepared statements, template and loader caches
     print(f"\nOne answer hop, ms (median, min–max of {args.repeats}); switch interval {1000 * sys.getswitchinterval():.0f} ms\n")
