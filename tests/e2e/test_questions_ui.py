@@ -544,6 +544,17 @@ def clock_requests(page) -> list[str]:
     return sent
 
 
+def card_with_a_running_clock(browser_context, server_url: str, username: str):
+    """A new user's page, its clock requests recorded, with the card "tidy my lists" asks for shown
+    and its clock running: (page, clock requests, the card, its question's row)."""
+    _, page = user_with_page(browser_context, server_url, username)
+    requests = clock_requests(page)
+    send(page, "tidy my lists")
+    card = pending_card(page)
+    expect(card).to_have_attribute("data-paused", "0")
+    return page, requests, card, PendingQuestion.objects.get(conversation__owner__username=username)
+
+
 def test_typing_pauses_the_countdown_and_idling_resumes_it(model_server, browser_context):
     """The pause and the resume go over the page's open socket, not as requests of their own."""
     server, fake = model_server
@@ -565,12 +576,7 @@ def test_typing_pauses_the_countdown_and_idling_resumes_it(model_server, browser
         upstream.on_message(lambda message: ws.send(message))
 
     browser_context.route_web_socket(re.compile(r"/ws/"), record)
-    _, page = user_with_page(browser_context, server.url, "tara")
-    requests = clock_requests(page)
-    send(page, "tidy my lists")
-    card = pending_card(page)
-    expect(card).to_have_attribute("data-paused", "0")
-    question_row = PendingQuestion.objects.get(conversation__owner__username="tara")
+    page, requests, card, question_row = card_with_a_running_clock(browser_context, server.url, "tara")
     asked_deadline = question_row.deadline
 
     page.locator("#composer-input").press_sequentially("hmm, maybe")
@@ -606,12 +612,7 @@ def test_with_the_socket_down_typing_pauses_the_countdown_by_request(model_serve
     script(fake, ask_user(question("Which list should I tidy?", ["Today", "This week"], timeout_seconds=60), id="call_down"))
     sockets: list = []
     browser_context.route_web_socket(re.compile(r"/ws/"), lambda ws: (sockets.append(ws), ws.connect_to_server()))
-    _, page = user_with_page(browser_context, server.url, "tom")
-    requests = clock_requests(page)
-    send(page, "tidy my lists")
-    card = pending_card(page)
-    expect(card).to_have_attribute("data-paused", "0")
-    question_row = PendingQuestion.objects.get(conversation__owner__username="tom")
+    page, requests, _, question_row = card_with_a_running_clock(browser_context, server.url, "tom")
     assert question_row.paused_at is None
 
     # From now on every socket is refused as it opens; the open one is cut.
