@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import channels.db
+import django.db
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -45,6 +47,17 @@ def bob(make_user):
 @pytest.fixture
 def charlie(make_user):
     return make_user("charlie")
+
+
+@pytest.fixture(autouse=True)
+def _hops_return_their_connections():
+    """Every database hop returns its pooled connection when it ends, as in a server. Channels'
+    own test communicators switch that off while they run and, used concurrently, can leave it
+    off (see tests/communicators.py): a test that does so fails here instead of leaking."""
+    yield
+    assert channels.db.close_old_connections is django.db.close_old_connections, (
+        "database hops no longer return their connections: use tests.communicators, not channels.testing"
+    )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -160,9 +160,8 @@ def test_over_tls_cookies_are_secure_hsts_is_sent_and_http_is_redirected(setting
     "path", ["/static/../manage.py", "/static/../../etc/passwd", "/static/%2e%2e/manage.py", "/static/css/../../manage.py"]
 )
 async def test_a_static_path_that_climbs_out_is_a_plain_404_without_a_traceback(path, caplog):
-    from channels.testing import HttpCommunicator
-
     from project.asgi import application
+    from tests.communicators import HttpCommunicator
 
     response = await HttpCommunicator(application, "GET", path).get_response(timeout=10)
     assert response["status"] == 404

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 from channels.db import database_sync_to_async as sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.test import Client
 
 from project.asgi import application
+from tests.communicators import WebsocketCommunicator
 
 
 @sync_to_async

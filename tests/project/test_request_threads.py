@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from channels.testing import HttpCommunicator
 from django.core.signals import request_started
 
 from project.asgi import application
+from tests.communicators import HttpCommunicator
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
