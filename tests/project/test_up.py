@@ -199,6 +199,73 @@ def test_a_killed_up_leaves_a_server_that_the_next_up_adopts_and_stops(data_dir)
     assert "Stopped the embedded Postgres." in again.output and postgres_stopped(data_dir)
 
 
+def manage(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    """Another `manage.py` command on the same folder, as a person types it beside a running `up`."""
+    drop = ("DATABASE_URL", "DATABASE_NAME", "DJANGO_SETTINGS_MODULE", "SECRET_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(CLARION_DATA_DIR=str(data_dir))
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _log_in_status(base: str) -> int:
+    try:
+        return log_in(base, "demo", "demo")
+    except urllib.error.HTTPError as exc:  # the login page itself answered 503
+        return exc.code
+
+
+PROJECTS = "from django.contrib.auth.models import User; from workspace.models import Project"
+
+
+def test_the_embedded_postgres_killed_under_up_is_started_again_and_nothing_committed_is_lost(data_dir):
+    up = Up(data_dir)
+    try:
+        up.wait_until_serving()
+        assert log_in(up.url, "demo", "demo") == 302
+        postmaster = embedded_pg.running_postmaster(data_dir)
+        assert postmaster is not None
+        written = manage(
+            data_dir, "shell", "-c", f"{PROJECTS}; Project.objects.create(owner=User.objects.get(username='demo'), name='Kept')"
+        )
+        assert written.returncode == 0, written.stderr
+
+        postmaster.process.kill()  # as an out-of-memory kill would
+        postmaster.process.wait(30)
+
+        # Clarion logs in again by itself, within seconds, on a new server over the same files.
+        deadline = time.monotonic() + 90
+        while (status := _log_in_status(up.url)) != 302:
+            assert up.proc.poll() is None, up.output
+            assert time.monotonic() < deadline, f"still {status} after the restart:\n{up.output}"
+            time.sleep(0.5)
+        again = embedded_pg.running_postmaster(data_dir)
+        assert again is not None and again.pid != postmaster.pid
+        kept = manage(data_dir, "shell", "-c", f"{PROJECTS}; print(Project.objects.filter(name='Kept').count())")
+        assert kept.returncode == 0 and kept.stdout.split()[-1] == "1", (kept.stdout, kept.stderr)
+        assert "The embedded Postgres is running again." in up.output
+    finally:
+        code = up.interrupt()
+    assert code == 0, up.output
+    assert "Stopped the embedded Postgres." in up.output and postgres_stopped(data_dir)
+
+
+def test_stop_postgres_leaves_a_server_that_up_is_using_and_says_why(data_dir):
+    up = Up(data_dir)
+    try:
+        up.wait_until_serving()
+        assert log_in(up.url, "demo", "demo") == 302
+        refused = manage(data_dir, "stop_postgres")
+        assert refused.returncode != 0
+        assert "is in use" in refused.stderr and "Ctrl+C stops `manage.py up`" in refused.stderr, refused.stderr
+        assert embedded_pg.running_postmaster(data_dir) is not None
+        assert log_in(up.url, "demo", "demo") == 302  # still serving
+    finally:
+        assert up.interrupt() == 0, up.output
+    assert postgres_stopped(data_dir)
+    stopped = manage(data_dir, "stop_postgres")  # nothing running: says so
+    assert stopped.returncode == 0 and "No embedded Postgres is running here." in stopped.stdout
+
+
 def test_served_beyond_loopback_the_demo_superuser_gets_a_generated_password(data_dir):
     # A loopback run first: demo/demo, as the README says.
     local = Up(data_dir)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ipaddress
+import threading
 from pathlib import Path
 
 from django.conf import settings
@@ -23,14 +24,20 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, host: str, port: int, no_seed: bool, **options: object) -> None:
         data_dir = self._embedded_data_dir()
-        owns_database = data_dir is not None and self._start_embedded_database(data_dir)
+        owned = data_dir if data_dir is not None and self._start_embedded_database(data_dir) else None
+        # While Clarion serves, the database this command started is started again should it stop.
+        stopping = threading.Event()
+        watch = embedded_pg.keep_running(owned, until=stopping) if owned is not None else None
         try:
             self._prepare_and_serve(host=host, port=port, no_seed=no_seed)
         finally:
-            if owns_database and data_dir is not None:
+            stopping.set()
+            if watch is not None:
+                watch.join()  # so that it cannot start again the server stopped below
+            if owned is not None:
                 # Ctrl+C ends Daphne; the database this command started goes with it.
                 connections.close_all()
-                embedded_pg.stop_server(data_dir)
+                embedded_pg.stop_server(owned)
                 self.stdout.write("Stopped the embedded Postgres.")
             elif data_dir is not None and embedded_pg.running_postmaster(data_dir) is not None:
                 self.stdout.write("The embedded Postgres was in use before this run and keeps running (manage.py stop_postgres stops it).")
