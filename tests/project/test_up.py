@@ -266,6 +266,18 @@ def test_stop_postgres_leaves_a_server_that_up_is_using_and_says_why(data_dir):
     assert stopped.returncode == 0 and "No embedded Postgres is running here." in stopped.stdout
 
 
+def test_up_on_a_port_already_taken_says_so_before_starting_anything(data_dir):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = manage(data_dir, "up", "--port", str(port))
+    assert done.returncode != 0
+    assert f"Cannot serve on 127.0.0.1:{port}: Address already in use" in done.stderr and "--port" in done.stderr, done.stderr
+    assert "Clarion is running" not in done.stdout and "Database ready" not in done.stdout
+    assert embedded_pg.running_postmaster(data_dir) is None and not (data_dir / "postgres").exists()
+
+
 def test_served_beyond_loopback_the_demo_superuser_gets_a_generated_password(data_dir):
     # A loopback run first: demo/demo, as the README says.
     local = Up(data_dir)

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import ipaddress
+import socket
 import threading
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import OperationalError, connections
 
 from project import embedded_pg, serving
@@ -23,6 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-seed", action="store_true", help="Skip creating the demo workspace.")
 
     def handle(self, *args: object, host: str, port: int, no_seed: bool, **options: object) -> None:
+        ensure_address_free(host, port)
         data_dir = self._embedded_data_dir()
         owned = data_dir if data_dir is not None and self._start_embedded_database(data_dir) else None
         # While Clarion serves, the database this command started is started again should it stop.
@@ -88,6 +90,23 @@ class Command(BaseCommand):
             call_command("rebuild_kb_index", stdout=self.stdout, stderr=self.stderr)
         except Exception as exc:
             self.stderr.write(f"Knowledge base: rebuild failed ({exc}); serving with the previous index.")
+
+
+def ensure_address_free(host: str, port: int) -> None:
+    """Raises CommandError, before anything starts, when nothing can listen on host:port — most
+    often a Clarion already running there. Daphne would only find out after the migrations and
+    the seeding, with a line under "Clarion is running". Bound the way Daphne's listener binds
+    (address reuse on), so a port left in TIME_WAIT by a stopped run does not count as taken."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        raise CommandError(
+            f"Cannot serve on {host}:{port}: {exc.strerror or exc}. Is Clarion already running there? "
+            "Stop it with Ctrl+C, or choose another port with --port."
+        ) from exc
 
 
 def serves_beyond_this_machine(host: str) -> bool:
