@@ -133,11 +133,15 @@
     if (found && parseInt(found[1], 10) < revisionOf(detail.target)) detail.shouldSwap = false;
   });
 
-  // --- typed answers survive a card's re-render (a pause, a guess, another tab) -------------------
-  // Cards are re-rendered whole over the socket; what someone is typing into one must not vanish,
-  // and the field they are in keeps the focus even before they type (their next key is text).
+  // --- what the person did in a card survives its re-render (a pause, a guess, another tab) ------
+  // Cards are re-rendered whole over the socket. What someone is typing into one must not vanish
+  // (the field they are in keeps the focus even before they type: their next key is text), and
+  // neither must the boxes they ticked or unticked: options of a multiple choice (rendered
+  // unticked), changes of a confirmation (rendered ticked).
   var typedBeforeSwap = [];
-  function rememberTyped() {
+  var ticksBeforeSwap = [];
+  function tickKey(box) { return (box.form ? box.form.id : "") + "|" + box.name + "|" + box.value; }
+  function rememberCardState() {
     typedBeforeSwap = [];
     document.querySelectorAll(".custom-answer input").forEach(function (input) {
       var focused = document.activeElement === input;
@@ -147,8 +151,12 @@
         start: input.selectionStart, end: input.selectionEnd,
       });
     });
+    ticksBeforeSwap = [];
+    document.querySelectorAll('.question-card input[type="checkbox"]').forEach(function (box) {
+      if (box.checked !== box.defaultChecked) ticksBeforeSwap.push({ key: tickKey(box), checked: box.checked });
+    });
   }
-  function restoreTyped() {
+  function restoreCardState() {
     typedBeforeSwap.forEach(function (typed) {
       var input = document.getElementById(typed.id);
       if (!input) return;
@@ -160,17 +168,55 @@
         try { input.setSelectionRange(typed.start, typed.end); } catch (e) { /* not a text input */ }
       }
     });
+    if (ticksBeforeSwap.length) {
+      var boxes = {};
+      document.querySelectorAll('.question-card input[type="checkbox"]').forEach(function (box) { boxes[tickKey(box)] = box; });
+      ticksBeforeSwap.forEach(function (tick) { if (boxes[tick.key]) boxes[tick.key].checked = tick.checked; });
+    }
+    document.querySelectorAll(".question-confirm").forEach(showTickedChanges);
   }
-  document.addEventListener("htmx:oobBeforeSwap", rememberTyped);
-  document.addEventListener("htmx:oobAfterSwap", restoreTyped);
+  document.addEventListener("htmx:oobBeforeSwap", rememberCardState);
+  document.addEventListener("htmx:oobAfterSwap", restoreCardState);
   // A card can also come back as an HTTP response (its clock resumed): the same care.
   function isCardSwap(event) { return event.detail && event.detail.target && event.detail.target.classList.contains("question-card"); }
-  document.addEventListener("htmx:beforeSwap", function (event) { if (isCardSwap(event)) rememberTyped(); });
-  document.addEventListener("htmx:afterSwap", function (event) { if (isCardSwap(event)) restoreTyped(); });
+  document.addEventListener("htmx:beforeSwap", function (event) { if (isCardSwap(event)) rememberCardState(); });
+  document.addEventListener("htmx:afterSwap", function (event) { if (isCardSwap(event)) restoreCardState(); });
+
+  // --- a press that lands as its card is drawn again still counts ---------------------------------
+  // When a card is swapped in between the press on one of its controls and the release (its clock
+  // starting, the guesser's hints, another tab), the two fall on different elements: a mouse's
+  // click then goes to an element around them, or nowhere. Unless the browser's click reaches the
+  // control that took the pressed one's place (a tap's may), the release clicks it.
+  var CARD_CONTROLS = ".question-card button, .question-card label.option";
+  var pressed = null;
+  function controlAt(el) { return el && el.closest ? el.closest(CARD_CONTROLS) : null; }
+  function controlKey(el) {
+    var question = el.closest("[data-question]");
+    var name = el.getAttribute("name");
+    return (question ? question.dataset.question : "") + "|" + el.tagName + "|" +
+      (name ? name + "=" + el.getAttribute("value") : el.dataset.key || el.textContent.trim());
+  }
+  document.addEventListener("pointerdown", function (event) { pressed = controlAt(event.target); });
+  document.addEventListener("pointerup", function (event) {
+    var was = pressed;
+    pressed = null;
+    if (!was || was.isConnected) return;  // not swapped: the browser's own click follows
+    var now = controlAt(event.target);
+    if (!now || now.disabled || controlKey(now) !== controlKey(was)) return;
+    var settled = false;
+    function settle(click) {
+      if (settled) return;
+      settled = true;
+      document.removeEventListener("click", settle, true);
+      if (!(click && now.contains(click.target))) now.click();
+    }
+    document.addEventListener("click", settle, true);
+    setTimeout(settle, 400);  // no click at all
+  });
 
   // --- a confirmation applies the ticked changes ------------------------------------------------
   // Each change has a tick (all ticked as rendered) tied to the card's Apply form; the Apply
-  // button says how many it will make, and the ticks survive a re-render of the card (a pause).
+  // button says how many it will make (the ticks survive a re-render: see above).
   function changeBoxes(root) { return root.querySelectorAll('.operation-list input[name="changes"]'); }
 
   function showTickedChanges(card) {
@@ -188,21 +234,6 @@
     var box = event.target;
     if (box.name !== "changes" || !box.closest(".question-card")) return;
     showTickedChanges(box.closest(".question-card"));
-  });
-
-  var untickedBeforeSwap = [];
-  document.addEventListener("htmx:oobBeforeSwap", function () {
-    untickedBeforeSwap = [];
-    changeBoxes(document).forEach(function (box) {
-      if (!box.checked) untickedBeforeSwap.push({ form: box.getAttribute("form"), value: box.value });
-    });
-  });
-  document.addEventListener("htmx:oobAfterSwap", function () {
-    untickedBeforeSwap.forEach(function (was) {
-      var box = document.querySelector('input[name="changes"][form="' + was.form + '"][value="' + was.value + '"]');
-      if (box) box.checked = false;
-    });
-    document.querySelectorAll(".question-confirm").forEach(showTickedChanges);
   });
 
   // --- the person's time zone goes with each message ----------------------------------------------

@@ -422,6 +422,38 @@ def test_multi_select_sends_every_checked_label(model_server, browser_context):
     assert (row["answers"], row["selected_indexes"], row["is_custom"]) == (["Atlas", "Home"], [0, 2], False)
 
 
+def test_ticked_options_survive_the_card_being_drawn_again(model_server, browser_context):
+    """Typing in the chat box pauses the card's clock, and every tab gets the card again: the
+    boxes ticked before that are still ticked, and they are what the answer sends."""
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(
+            question("Which projects go in the report?", ["Atlas", "Harbor", "Home"], multi_select=True, timeout_seconds=60),
+            id="call_ticks",
+        ),
+        Reply.text("Report covers Atlas and Home."),
+    )
+    _, page = user_with_page(browser_context, server.url, "tess")
+    send(page, "write the weekly report")
+    card = pending_card(page)
+    expect(card).to_have_attribute("data-paused", "0")
+    box = {label: card.locator(".option-check", has_text=label).locator("input[type=checkbox]") for label in ("Atlas", "Harbor", "Home")}
+    box["Atlas"].check()
+    box["Home"].check()
+
+    page.locator("#composer-input").press_sequentially("hmm")
+    expect(card).to_have_attribute("data-paused", "1")  # the server's card, swapped in
+    expect(box["Atlas"]).to_be_checked()
+    expect(box["Harbor"]).not_to_be_checked()
+    expect(box["Home"]).to_be_checked()
+
+    card.get_by_role("button", name="Confirm selection").click()
+    expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("Atlas, Home")
+    expect(page.locator(".message-assistant .markdown")).to_contain_text("Report covers Atlas and Home.")
+    assert tool_result(fake, "call_ticks")["answers"][0]["selected_indexes"] == [0, 2]
+
+
 # --- 4. "1a 2b" in the chat box (offline clarification) ---------------------------------------------
 
 
@@ -544,6 +576,24 @@ def clock_requests(page) -> list[str]:
     return sent
 
 
+def frames_from_the_page(context) -> list[dict]:
+    """Every frame the context's pages send on their sockets, in order (passed on unchanged)."""
+    frames: list[dict] = []
+
+    def record(ws) -> None:
+        upstream = ws.connect_to_server()
+
+        def from_page(message) -> None:
+            frames.append(json.loads(message))
+            upstream.send(message)
+
+        ws.on_message(from_page)
+        upstream.on_message(lambda message: ws.send(message))
+
+    context.route_web_socket(re.compile(r"/ws/"), record)
+    return frames
+
+
 def card_with_a_running_clock(browser_context, server_url: str, username: str):
     """A new user's page, its clock requests recorded, with the card "tidy my lists" asks for shown
     and its clock running: (page, clock requests, the card, its question's row)."""
@@ -563,19 +613,7 @@ def test_typing_pauses_the_countdown_and_idling_resumes_it(model_server, browser
         ask_user(question("Which list should I tidy?", ["Today", "This week"], timeout_seconds=6), id="call_pause"),
         Reply.text("Nothing was picked, so I left both lists alone."),
     )
-    frames: list[dict] = []
-
-    def record(ws) -> None:
-        upstream = ws.connect_to_server()
-
-        def from_page(message) -> None:
-            frames.append(json.loads(message))
-            upstream.send(message)
-
-        ws.on_message(from_page)
-        upstream.on_message(lambda message: ws.send(message))
-
-    browser_context.route_web_socket(re.compile(r"/ws/"), record)
+    frames = frames_from_the_page(browser_context)
     page, requests, card, question_row = card_with_a_running_clock(browser_context, server.url, "tara")
     asked_deadline = question_row.deadline
 
@@ -603,6 +641,50 @@ def test_typing_pauses_the_countdown_and_idling_resumes_it(model_server, browser
     clock = [(f["action"], f["question_id"]) for f in frames if f.get("action") in ("pause", "resume")]
     assert clock == [("pause", str(question_row.pk)), ("resume", str(question_row.pk))]
     assert requests == []
+
+
+def press(page, target, pointer: str):
+    """Press `target` with a mouse button or a finger and hold it there; returns the release."""
+    at = target.bounding_box()
+    x, y = at["x"] + at["width"] / 2, at["y"] + at["height"] / 2
+    if pointer == "mouse":
+        page.mouse.move(x, y)
+        page.mouse.down()
+        return page.mouse.up
+    touch = page.context.new_cdp_session(page)
+    touch.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    return lambda: touch.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+
+@pytest.mark.parametrize("pointer", ["mouse", "touch"])
+def test_a_press_on_an_option_as_its_card_is_drawn_again_still_answers_once(model_server, browser, pointer):
+    """The card is swapped for a new one between the press and the release (another tab pauses
+    its clock): the release still answers, once, with the option that was pressed."""
+    server, fake = model_server
+    script(
+        fake,
+        ask_user(question("Which list should I tidy?", ["Today", "This week"], timeout_seconds=60), id="call_press"),
+        Reply.text("Tidied this week's list."),
+    )
+    context = browser.new_context(viewport={"width": 1280, "height": 860}, has_touch=pointer == "touch")
+    context.set_default_timeout(10_000)
+    try:
+        frames = frames_from_the_page(context)
+        page, _, card, _ = card_with_a_running_clock(context, server.url, f"uma-{pointer}")
+        release = press(page, card.get_by_role("button", name=re.compile("This week")), pointer)
+        csrf = next(cookie["value"] for cookie in context.cookies() if cookie["name"] == "csrftoken")
+        paused = page.request.post(server.url + card.get_attribute("data-pause-url"), headers={"X-CSRFToken": csrf})
+        assert paused.status == 204, paused.text()
+        expect(card).to_have_attribute("data-paused", "1")  # the server's new card has replaced the pressed one
+        release()
+
+        expect(page.locator(".question-receipt.answered .receipt-answer")).to_have_text("This week")
+        expect(page.locator(".message-assistant .markdown")).to_contain_text("Tidied this week's list.")
+        assert tool_result(fake, "call_press")["answers"][0]["answers"] == ["This week"]
+        page.wait_for_timeout(500)  # a second answer, if one went, has gone by now
+        assert [f["option"] for f in frames if f.get("action") == "answer"] == [1]
+    finally:
+        context.close()
 
 
 def test_with_the_socket_down_typing_pauses_the_countdown_by_request(model_server, browser_context):
