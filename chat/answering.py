@@ -300,6 +300,11 @@ async def submit_answer(*, user: User, question_id: uuid.UUID, answer: AnswerInp
     return await _answers.submit(request)
 
 
+# A page's countdown reaches zero, flashes the default for 500 ms, then asks for the expiry; a
+# little tolerance absorbs the difference between its clock and the server's.
+PAGE_EXPIRY_TOLERANCE_SECONDS = 1.0
+
+
 async def expire(question_id: uuid.UUID, *, early_seconds: float = 0.0) -> Receipt | None:
     """Apply the default if the deadline has passed. `early_seconds` tolerates a browser whose
     countdown reached zero a moment before the server's clock."""

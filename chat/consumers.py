@@ -97,8 +97,7 @@ class ConversationConsumer(AsyncWebsocketConsumer):
             elif isinstance(frame, SkipQuestions):
                 await answering.skip(user=user, group_id=frame.group_id)
             elif isinstance(frame, QuestionClock):
-                change = answering.pause if frame.action == "pause" else answering.resume
-                await change(user=user, question_id=frame.question_id)
+                await self._clock(frame, user=user)
         # The one place this entry point turns errors into what the person sees: an error frame
         # under the composer; the socket stays up and nothing was written.
         except questions.AlreadyResolved:
@@ -129,6 +128,17 @@ class ConversationConsumer(AsyncWebsocketConsumer):
         except (ClarionError, ValidationError) as exc:
             error = exc.message if isinstance(exc, ClarionError) else first_error(exc)
             await self.send(text_data=await database_sync_to_async(_card_of)(user, frame.question_id, error=error))
+
+    async def _clock(self, frame: QuestionClock, *, user: User) -> None:
+        """A card's clock, as the page changes it while its socket is open. Every tab, this one
+        too, is sent the card with its new clock, or the receipt of its expiry; an expiry asked
+        for before the deadline (paused or extended meanwhile) changes nothing."""
+        if frame.action == "expire":
+            question = await database_sync_to_async(question_selectors.question_for_user)(user=user, question_id=frame.question_id)
+            await answering.expire(question.pk, early_seconds=answering.PAGE_EXPIRY_TOLERANCE_SECONDS)
+            return
+        change = answering.pause if frame.action == "pause" else answering.resume
+        await change(user=user, question_id=frame.question_id)
 
     async def _send_message(self, frame: SendMessage, *, user: User, conversation: Conversation) -> None:
         text = services.validate_user_message(frame.message)

@@ -76,7 +76,7 @@ class SkipQuestions(_Frame):
 
 
 class QuestionClock(_Frame):
-    action: Literal["pause", "resume"]
+    action: Literal["pause", "resume", "expire"]
     question_id: uuid.UUID
 
 

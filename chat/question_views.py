@@ -165,15 +165,10 @@ async def resume(request: AuthenticatedHttpRequest, user: User, question: Pendin
     return await _card_response(question.group_id)
 
 
-# The browser's countdown reaches zero, flashes the default for 500 ms, then asks for expiry; a
-# little tolerance absorbs the difference between its clock and the server's.
-BROWSER_EXPIRY_TOLERANCE_SECONDS = 1.0
-
-
 @require_POST
 @card_errors
 async def expire(request: AuthenticatedHttpRequest, user: User, question: PendingQuestion) -> HttpResponse:
-    receipt = await answering.expire(question.pk, early_seconds=BROWSER_EXPIRY_TOLERANCE_SECONDS)
+    receipt = await answering.expire(question.pk, early_seconds=answering.PAGE_EXPIRY_TOLERANCE_SECONDS)
     if receipt is not None:
         return HttpResponse(receipt.card)
     if question.is_pending and await database_sync_to_async(question_selectors.is_pending)(question_id=question.pk):

@@ -306,16 +306,16 @@
     openSocket.send(JSON.stringify(frame), form);
   });
 
-  // Stopping and restarting a card's clock go the same way, as `pause`/`resume` frames: every tab,
-  // this one too, is sent the card with its clock. With the socket closed, as the card's requests.
-  // A lost pause or resume costs only the clock's accuracy, which the server keeps and bounds.
+  // Stopping, restarting and running out a card's clock go the same way, as `pause`/`resume`/
+  // `expire` frames: every tab, this one too, is sent the card with its clock or its receipt. With
+  // the socket closed, as the card's requests. A lost frame costs only the clock's accuracy: the
+  // server keeps the deadline, and its own timer resolves the question when it passes.
   function changeClock(el, action, requestOptions) {
     if (openSocket) {
       openSocket.send(JSON.stringify({ action: action, question_id: el.dataset.question }), el);
       return;
     }
-    var url = action === "pause" ? el.dataset.pauseUrl : el.dataset.resumeUrl;
-    htmx.ajax("POST", url, requestOptions || { source: el, swap: "none" });
+    htmx.ajax("POST", el.dataset[action + "Url"], requestOptions || { source: el, swap: "none" });
   }
 
   document.addEventListener("htmx:wsConfigSend", function (event) {
@@ -628,7 +628,7 @@
 
   function expire(clock) {
     var group = clock.el.closest(".question-card");
-    htmx.ajax("POST", clock.el.dataset.expireUrl, { source: clock.el, target: "#" + group.id, swap: "outerHTML" });
+    changeClock(clock.el, "expire", { source: clock.el, target: "#" + group.id, swap: "outerHTML" });
   }
 
   // --- the clock runs only while someone can see the card ------------------------------------------

@@ -570,9 +570,11 @@ def test_countdown_flashes_the_default_and_submits_it(guessing_model_server, bro
 
 
 def clock_requests(page) -> list[str]:
-    """Every pause or resume the page sends as an HTTP request."""
+    """Every pause, resume or expiry the page sends as an HTTP request."""
     sent: list[str] = []
-    page.on("request", lambda request: sent.append(request.url.split("/")[-2]) if re.search(r"/(pause|resume)/$", request.url) else None)
+    page.on(
+        "request", lambda request: sent.append(request.url.split("/")[-2]) if re.search(r"/(pause|resume|expire)/$", request.url) else None
+    )
     return sent
 
 

@@ -3,6 +3,7 @@ bounded by the pause budget), a default applied is recorded as no answer — for
 model — and a pause or resume that arrives after the answer is not an error."""
 
 import datetime as dt
+import json
 
 import pytest
 from channels.db import database_sync_to_async
@@ -15,6 +16,7 @@ from questions import services
 from questions.models import PendingQuestion, QuestionGroup
 from questions.schemas import AnswerInput, QuestionSpec
 from tests.questions.test_answer_endpoints import make_group, url
+from tests.websocket import open_socket, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,3 +84,46 @@ async def test_pause_and_resume_after_the_answer_are_not_errors(async_client, al
     assert late_resume.status_code == 200 and "receipt-answer" in late_resume.content.decode()
     q = await fresh(question)
     assert (q.status, q.answer, q.paused_at) == ("answered", "Atlas", None)
+
+
+async def send_expire_frame(user, question, conversation_id=None) -> tuple[str, str]:
+    """A page's `expire` frame for the question, then a `pause` (handled after it, in order) to
+    know it has been dealt with: (every frame until the pause's card came back, the pause's card)."""
+    socket = await open_socket(f"/ws/conversations/{conversation_id or question.conversation_id}/", user=user)
+    assert (await socket.connect())[0]
+    for action in ("expire", "pause"):
+        await socket.send_to(text_data=json.dumps({"action": action, "question_id": str(question.pk)}))
+    frames = await receive_until(socket, f'id="qgroup-{question.group_id}"' if user.pk == question.user_id else "composer-error")
+    await socket.disconnect()
+    return frames
+
+
+@pytest.mark.parametrize(
+    "seconds_left, expires",
+    [
+        pytest.param(-1.0, True, id="past-its-deadline"),
+        pytest.param(0.5, True, id="within-the-difference-between-clocks"),
+        pytest.param(30.0, False, id="not-due"),
+    ],
+)
+async def test_a_pages_expire_frame_expires_a_due_question_only(alice, seconds_left, expires):
+    question = await database_sync_to_async(detected)(alice, starts_when_shown=False)
+    deadline = timezone.now() + dt.timedelta(seconds=seconds_left)
+    await database_sync_to_async(PendingQuestion.objects.filter(pk=question.pk).update)(deadline=deadline)
+    frames = await send_expire_frame(alice, question)
+    after = await fresh(question)
+    if expires:
+        assert after.status == "timed_out" and "Timed out" in frames
+        assert await database_sync_to_async(Message.objects.filter(metadata__answer_to=str(question.group_id)).count)() == 1
+    else:
+        assert after.status == "pending" and "Timed out" not in frames
+        assert not await database_sync_to_async(Message.objects.filter(metadata__answer_to=str(question.group_id)).exists)()
+
+
+async def test_an_expire_frame_for_another_users_question_is_not_found_and_changes_nothing(alice, bob):
+    question = await database_sync_to_async(detected)(alice, starts_when_shown=False)
+    await database_sync_to_async(PendingQuestion.objects.filter(pk=question.pk).update)(deadline=timezone.now())
+    own = await database_sync_to_async(chat_services.start_conversation)(user=bob)
+    frames = await send_expire_frame(bob, question, conversation_id=own.pk)
+    assert "That question was not found." in frames
+    assert (await fresh(question)).status == "pending"
