@@ -43,19 +43,25 @@ def _as_from_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def fresh_shell(data_dir: Path) -> dict[str, str]:
+    """The environment of a person's shell on a fresh machine (no database, model or key set),
+    with Clarion's data in `data_dir`."""
+    drop = ("DATABASE_URL", "DATABASE_NAME", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR", "SECRET_KEY")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("LLM_", "OPENAI_"))}
+    env.update(CLARION_DATA_DIR=str(data_dir), OFFLINE_STREAM_DELAY="0")
+    return env
+
+
 class Up:
     """One `manage.py up` in a subprocess, its output in a file."""
 
     def __init__(self, data_dir: Path, *, host: str = "127.0.0.1"):
         self.data_dir, self.host, self.port = data_dir, host, free_port()
         self.output_file = data_dir / f"up-{self.port}.log"
-        drop = ("DATABASE_URL", "DATABASE_NAME", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR", "SECRET_KEY")
-        env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith(("LLM_", "OPENAI_"))}
-        env.update(CLARION_DATA_DIR=str(data_dir), OFFLINE_STREAM_DELAY="0")
         with open(self.output_file, "wb") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "manage.py", "up", "--host", host, "--port", str(self.port)],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal,
+                cwd=ROOT, env=fresh_shell(data_dir), stdout=out, stderr=subprocess.STDOUT, preexec_fn=_as_from_a_terminal,
             )  # fmt: skip
 
     @property
@@ -201,10 +207,9 @@ def test_a_killed_up_leaves_a_server_that_the_next_up_adopts_and_stops(data_dir)
 
 def manage(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
     """Another `manage.py` command on the same folder, as a person types it beside a running `up`."""
-    drop = ("DATABASE_URL", "DATABASE_NAME", "DJANGO_SETTINGS_MODULE", "SECRET_KEY")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env.update(CLARION_DATA_DIR=str(data_dir))
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=fresh_shell(data_dir), capture_output=True, text=True, timeout=120
+    )
 
 
 def _log_in_status(base: str) -> int:

@@ -86,9 +86,10 @@ async def test_pause_and_resume_after_the_answer_are_not_errors(async_client, al
     assert (q.status, q.answer, q.paused_at) == ("answered", "Atlas", None)
 
 
-async def send_expire_frame(user, question, conversation_id=None) -> tuple[str, str]:
+async def send_expire_frame(user, question, conversation_id=None) -> str:
     """A page's `expire` frame for the question, then a `pause` (handled after it, in order) to
-    know it has been dealt with: (every frame until the pause's card came back, the pause's card)."""
+    know it has been dealt with: every frame until the question's card, or an error under the
+    composer, came back."""
     socket = await open_socket(f"/ws/conversations/{conversation_id or question.conversation_id}/", user=user)
     assert (await socket.connect())[0]
     for action in ("expire", "pause"):
