@@ -3,6 +3,10 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+# The admin's pages say whose admin they are, in their header and in the browser's tab.
+admin.site.site_header = "Clarion administration"
+admin.site.site_title = "Clarion admin"
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="chat:home", permanent=False), name="root"),
     path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),

@@ -266,6 +266,15 @@ def start_conversation(page, base_url: str) -> None:
     wait_for_socket(page)
 
 
+def watch_console(page) -> list[str]:
+    """The list the page's console errors (a resource that failed to load among them) and
+    uncaught exceptions are collected in."""
+    errors: list[str] = []
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return errors
+
+
 def log_in(page, base_url: str, username: str, password: str) -> None:
     page.goto(f"{base_url}/login/")
     page.fill("#id_username", username)
@@ -289,9 +298,7 @@ def open_chat(browser, base_url: str, viewport: dict, username: str, password: s
     context.set_default_timeout(15_000)
     user = get_user_model().objects.create_user(username=username, password=password)
     page = context.new_page()
-    errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    errors = watch_console(page)
     log_in(page, base_url, username, password)
     page.goto(f"{base_url}/chat/{Conversation.objects.create(owner=user, title='New conversation').pk}/")
     wait_for_socket(page)

@@ -4,6 +4,7 @@ the chat is usable with the keyboard alone."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from chat import services as chat_services
 from questions import services as question_services
 from questions.models import QuestionGroup
 from questions.schemas import AnswerInput, AskUserArgs
-from tests.e2e.conftest import log_in, wait_for_socket
+from tests.e2e.conftest import log_in, wait_for_socket, watch_console
 from workspace.demo_content import seed_demo_workspace
 
 pytestmark = pytest.mark.e2e
@@ -308,14 +309,21 @@ def test_admin_pages(live_url, browser, viewport):
         page = ctx.new_page()
         log_in(page, live_url, "ada", PASSWORD)
         found = {}
+        console = watch_console(page)
+        logged: dict[str, list[str]] = {}
         for path, text in admin_data(user):
             response = page.goto(f"{live_url}{path}")
             assert response.status == 200, path
+            expect(page).to_have_title(re.compile(r"\| Clarion admin$"))
             if text:
                 expect(page.locator("#content")).to_contain_text(text)
             if violations := serious_violations(page):
                 found[path] = violations
+            page.wait_for_load_state("networkidle")  # the icon, among the page's resources
+            if console:
+                logged[path], console[:] = list(console), []
         assert found == {}, "\n".join(f"{path}: {v['id']} {v['nodes']}" for path, vs in found.items() for v in vs)
+        assert logged == {}
     finally:
         ctx.close()
 

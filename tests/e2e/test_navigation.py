@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from chat.models import Conversation, Message
 from llm.offline import phrasing
-from tests.e2e.conftest import log_in, wait_for_socket
+from tests.e2e.conftest import log_in, wait_for_socket, watch_console
 
 pytestmark = pytest.mark.e2e
 
@@ -57,13 +57,6 @@ def conversation_with(user, title: str, *, days_ago: int = 0, text: str = "hello
     Message.objects.create(conversation=conversation, role=Message.Role.USER, content=text)
     Conversation.objects.filter(pk=conversation.pk).update(updated_at=timezone.now() - dt.timedelta(days=days_ago))
     return conversation
-
-
-def watch_console(page) -> list[str]:
-    errors: list[str] = []
-    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    return errors
 
 
 # --- 20. first run ---------------------------------------------------------------------------------

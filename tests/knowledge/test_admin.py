@@ -61,15 +61,17 @@ def test_the_index_page_shows_the_artifact_its_build_and_failed_sources(admin_cl
     assert "Rebuild index" in html
 
 
-def test_the_sources_list_shows_summary_and_hash(admin_client, tmp_path):
-    build_kb(tmp_path / "kb", {"a.md": "# A\n\nAlpha.\n"})
-    html = admin_client.get("/admin/knowledge/knowledgesource/").content.decode()
-    source = selectors.load_sources(source_ids=["kb/a.md"])["kb/a.md"]
+def test_the_sources_list_names_each_page_and_its_view_shows_summary_and_hash(admin_client, tmp_path):
     from knowledge.models import KnowledgeSource
 
+    build_kb(tmp_path / "kb", {"a.md": "# A\n\nAlpha.\n"})
     row = KnowledgeSource.objects.get(source_id="kb/a.md")
-    assert "Summary of kb/a.md." in html and row.content_hash[:12] in html and source.title in html
-    assert admin_client.get(f"/admin/knowledge/knowledgesource/{row.pk}/change/").status_code == 200
+    listing = admin_client.get("/admin/knowledge/knowledgesource/").content.decode()
+    assert row.title in listing and "kb/a.md" in listing and "configuration" in listing
+    assert "Summary of kb/a.md." not in listing and row.content_hash not in listing  # one short line a page
+    page = admin_client.get(f"/admin/knowledge/knowledgesource/{row.pk}/change/")
+    assert page.status_code == 200
+    assert "Summary of kb/a.md." in page.content.decode() and row.content_hash in page.content.decode()
 
 
 def test_adding_an_adapter_token_in_the_admin_shows_it_once(admin_client):

@@ -120,6 +120,10 @@ def test_an_uploaded_file_is_stored_in_the_database_and_indexed_by_a_rebuild(adm
     assert "From the configuration" in listing and str(configured) in listing and "crane.md" in listing
     pages = page_of(admin_client.get("/admin/knowledge/knowledgesource/"))
     assert "configuration" in pages and f"/admin/knowledge/addedsource/{added.pk}/change/" in pages
+    from_the_admin = page_of(admin_client.get("/admin/knowledge/knowledgesource/?from=added"))
+    assert "uploads/crane.md" in from_the_admin and "intro.md" not in from_the_admin
+    from_the_configuration = page_of(admin_client.get("/admin/knowledge/knowledgesource/?from=configuration"))
+    assert "intro.md" in from_the_configuration and "uploads/crane.md" not in from_the_configuration
 
 
 def test_an_uploaded_pdf_is_stored_as_its_text_and_indexed(admin_client, configured, inline_rebuilds):
