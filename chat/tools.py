@@ -48,7 +48,9 @@ class _Args(BaseModel):
 
 
 class QueryTasksArgs(_Args):
-    status: Literal["todo", "in_progress", "completed", "all"] = Field("all", description="Filter by status; 'all' for everything.")
+    status: Literal["todo", "in_progress", "completed", "open", "all"] = Field(
+        "all", description="Filter by status; 'open' for to-do and in-progress together, 'all' for everything."
+    )
     project_id: int | None = Field(None, description="Only tasks in this project (an id from query_projects).")
     search: str | None = Field(None, max_length=200, description="Case-insensitive text the task title must contain.")
     due: Literal["overdue", "today", "this_week", "next_7_days"] | None = Field(

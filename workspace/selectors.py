@@ -95,10 +95,13 @@ def tasks_for_user(
     due: DueWindow | None = None,
     limit: int = 100,
 ) -> Page[Task]:
-    """With `due`: tasks due in that window, soonest first; completed ones only when `status`
-    asks for them (what is due is what is still to do)."""
+    """status: a task status, "open" (not completed) or "all". With `due`: tasks due in that
+    window, soonest first; completed ones only when `status` asks for them (what is due is what is
+    still to do)."""
     tasks = Task.objects.filter(owner=user).select_related("project")
-    if status != "all":
+    if status == "open":
+        tasks = tasks.exclude(status=Task.Status.COMPLETED)
+    elif status != "all":
         tasks = tasks.filter(status=status)
     if project_id is not None:
         tasks = tasks.filter(project_id=project_id)

@@ -24,6 +24,11 @@ _PROJECT = re.compile(
     r"\b(?:in|for|from|under|of)\s+(?:the\s+|my\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)(?:\s+project)?\b"
 )
 _PROJECT_SUFFIX = re.compile(r"\b(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)\s+project\b")
+# "What's on my plate (today)?" asks for the tasks not done yet; the plate is not a word to search
+# them for.
+_ON_MY_PLATE = re.compile(r"\bon (?:my|our) plate\b(?:\s+(?:today|this week|right now|now))?", re.IGNORECASE)
+# "Add a task to buy milk": the task is "buy milk" ("to" joins the request to what is to be done).
+_TO_DO_WHAT = re.compile(r"^to\s+(?=[a-z])")
 _QUOTED = re.compile(r"[\"“'‘](?P<term>[^\"”'’]{2,80})[\"”'’]")
 _FILLER = re.compile(r"^(?:the|my|a|an|any|all)\s+", re.IGNORECASE)
 _GENERIC_TERMS = {"tasks", "task", "notes", "note", "it", "them", "everything", "anything", "me", "my tasks", "my notes"}
@@ -148,7 +153,9 @@ def parse(text: str) -> Intent:
     owns_projects = mentions_projects and bool(re.search(r"\b(?:my|i have|i've got|we have)\b", lower))
     status = _status(lower)
     project_name = _project_name(raw)
-    search = _search_term(raw, project_name)
+    search = _search_term(_ON_MY_PLATE.sub("", raw), project_name)
+    if _ON_MY_PLATE.search(raw) and status == "all":
+        status = "open"  # what is on one's plate is what is not done yet
 
     if due := _due_window(lower):
         # "What's due this week?", "list everything due this week", "anything overdue in Atlas?"
@@ -175,7 +182,7 @@ def parse(text: str) -> Intent:
 def _write_intent(raw: str) -> Intent | None:
     lower = raw.lower()
     if match := _CREATE.match(raw):
-        title = match["title"].strip(" \"'“”")
+        title = _TO_DO_WHAT.sub("", match["title"].strip(" \"'“”"))
         kind = "create_note" if match["kind"].lower() == "note" else "create_task"
         return Intent(kind, title=title[:300], project_name=match["project"]) if title else None
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))

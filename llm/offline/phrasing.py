@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "completed", "all": ""}
+STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "completed", "open": "open", "all": ""}
 
 CAPABILITIES = (
     "I'm Clarion's **offline engine**: I run without a model or network, so I understand a fixed set of "

@@ -49,6 +49,14 @@ async def test_whats_in_progress_lists_every_in_progress_task(demo):
         assert title in reply
 
 
+async def test_whats_on_my_plate_lists_the_tasks_not_done_yet(demo):
+    reply, calls = await answer(demo, "What's on my plate today?")
+    assert calls == [{"tool": "query_tasks", "status": "open", "limit": 50}]
+    expected = await titles(demo, status__in=["todo", "in_progress"])
+    assert f"({len(expected)})" in reply and all(title in reply for title in expected)
+    assert not any(title in reply for title in await titles(demo, status="completed"))
+
+
 async def test_tasks_in_a_project_resolves_the_project_first(demo):
     reply, calls = await answer(demo, "show my tasks in Atlas")
     assert [c["tool"] for c in calls] == ["query_projects", "query_tasks"]

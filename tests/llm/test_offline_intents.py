@@ -22,6 +22,10 @@ from llm.offline.intents import Intent, parse
         ("", Intent("help")),
         ("clean up my tasks only the stale ones in Atlas", Intent("cleanup", project_name="Atlas")),
         ("tidy up my tasks", Intent("cleanup")),
+        ("what's on my plate?", Intent("tasks", status="open")),
+        ("What's on my plate today?", Intent("tasks", status="open")),
+        ("what's on my plate in Atlas?", Intent("tasks", status="open", project_name="Atlas")),
+        ("what's in progress on my plate?", Intent("tasks", status="in_progress")),
     ],
 )
 def test_parse(text, expected):
@@ -40,6 +44,9 @@ def test_parse(text, expected):
         ("move the design tasks to Atlas", Intent("move_tasks", search="design", target_project="Atlas")),
         ("add a task called Book the venue in Harbor", Intent("create_task", title="Book the venue", project_name="Harbor")),
         ("create a note: Launch retro ideas", Intent("create_note", title="Launch retro ideas")),
+        ("add a task to buy milk", Intent("create_task", title="buy milk")),
+        ("create a task to call Bob in Harbor", Intent("create_task", title="call Bob", project_name="Harbor")),
+        ("add a note to remember the keys", Intent("create_note", title="remember the keys")),
     ],
 )
 def test_parse_write_intents(text, expected):

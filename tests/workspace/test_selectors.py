@@ -15,6 +15,8 @@ def test_tasks_for_user_only_returns_own_rows(three_workspaces, alice):
 def test_task_status_and_search_filters(three_workspaces, bob):
     assert [t.title for t in selectors.tasks_for_user(user=bob, status="in_progress").items] == ["write copy bob"]
     assert [t.title for t in selectors.tasks_for_user(user=bob, search="HOMEPAGE").items] == ["design homepage bob"]
+    open_tasks = {t.title for t in selectors.tasks_for_user(user=bob, status="open").items}
+    assert open_tasks == {"design homepage bob", "write copy bob", "buy milk bob"}  # everything but "ship beta"
 
 
 def test_filtering_by_another_users_project_returns_nothing(three_workspaces, alice, bob):
