@@ -63,6 +63,17 @@ _CREATE = re.compile(
 )
 # "the design tasks", "my launch tasks": a word or two before "tasks" that is a search term.
 _ADJECTIVE_TERM = re.compile(r"\b(?:the|my|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE)
+# One task named after the word "task" ("delete the task buy milk", "mark the task call Bob as
+# done"): its title is what to look for, up to "as done" or the project. The same for "mark buy
+# milk as done", which names no task at all.
+_DONE = r"as\s+(?:done|complete|completed|finished)\b"
+_NAMED_TASK = re.compile(
+    r"\b(?:task|to-?do)\s+(?!(?:about|called|named|titled|matching|mentioning|containing|in|for|from|under|as)\b)"
+    rf"(?P<term>.+?)(?=\s+{_DONE}|\s+(?:in|from|under)\s+(?:the\s+)?(?:project\s+)?[A-Z]|\s*[?.!,]|\s*$)",
+    re.IGNORECASE,
+)
+_MARK_DONE = re.compile(rf"^(?:please\s+)?mark\s+(?P<term>.+?)\s+{_DONE}", re.IGNORECASE)
+_ONE_TASK = re.compile(r"\b(?:task|to-?do)\b(?!s)", re.IGNORECASE)
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
 _CLEANUP = re.compile(r"\b(?:clean ?up|tidy(?: up)?|sort out|declutter|prune)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^(how|what|why|where|when|which|who|can|could|does|do|is|are|should)\b", re.IGNORECASE)
@@ -187,16 +198,17 @@ def _write_intent(raw: str) -> Intent | None:
         return Intent(kind, title=title[:300], project_name=match["project"]) if title else None
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))
     if not mentions_tasks:
-        return None
-    if match := _MOVE.search(raw):
-        return Intent(
-            "move_tasks",
-            status=_status(lower),
-            search=_term_before_tasks(match["what"]) or _search_term(raw, None),
-            target_project=match["target"],
-        )
-    project_name = _project_name(raw)
-    search = _search_term(raw, project_name) or _term_before_tasks(raw)
+        return _mark_done(raw)
+    move = _MOVE.search(raw)
+    project_name = None if move else _project_name(raw)
+    if move:
+        search = _term_before_tasks(move["what"]) or _search_term(raw, None) or _named_task(move["what"])
+    else:
+        search = _search_term(raw, project_name) or _term_before_tasks(raw) or _named_task(raw)
+    if search is None and _ONE_TASK.search(raw) and not re.search(r"\b(?:all|every|each)\b", lower):
+        return None  # "delete the task" names no task: never propose every one of them
+    if move:
+        return Intent("move_tasks", status=_status(lower), search=search, target_project=move["target"])
     if _DELETE.search(raw):
         return Intent("delete_tasks", status=_status(lower), search=search, project_name=project_name)
     if _COMPLETE.search(raw):
@@ -225,6 +237,28 @@ def _term_before_tasks(text: str) -> str | None:
         words = [w for w in term.split() if w not in _NOT_TERMS]
         if words and term not in _NOT_TERMS and not any(re.search(p, term) for p, _ in STATUS_WORDS):
             return " ".join(words)
+    return None
+
+
+def _mark_done(raw: str) -> Intent | None:
+    """ "Mark buy milk as done", "mark everything in Atlas as done"; not "mark it as done", whose
+    "it" only a model could read."""
+    if not (match := _MARK_DONE.match(raw)):
+        return None
+    project_name = _project_name(raw)
+    term = _FILLER.sub("", match["term"].strip(" \"'“”"))
+    if project_name:
+        term = re.sub(rf"\s*\b(?:in|from|under)\s+(?:the\s+)?(?:project\s+)?{re.escape(project_name)}(?:\s+project)?$", "", term)
+    if term.lower() in {"everything", "all", "all of them", "every one", ""}:
+        return Intent("complete_tasks", project_name=project_name)
+    if term.lower() in {"it", "them", "that", "this", "those", "these"}:
+        return None
+    return Intent("complete_tasks", search=term, project_name=project_name)
+
+
+def _named_task(raw: str) -> str | None:
+    if match := _NAMED_TASK.search(raw):
+        return match["term"].strip(" \"'“”") or None
     return None
 
 

@@ -47,7 +47,21 @@ def test_parse(text, expected):
         ("add a task to buy milk", Intent("create_task", title="buy milk")),
         ("create a task to call Bob in Harbor", Intent("create_task", title="call Bob", project_name="Harbor")),
         ("add a note to remember the keys", Intent("create_note", title="remember the keys")),
+        ("delete the task buy milk", Intent("delete_tasks", search="buy milk")),
+        ("delete task buy milk in Harbor", Intent("delete_tasks", search="buy milk", project_name="Harbor")),
+        ("complete the task renew passport", Intent("complete_tasks", search="renew passport")),
+        ("mark the task call the landlord as done", Intent("complete_tasks", search="call the landlord")),
+        ("mark buy milk as done", Intent("complete_tasks", search="buy milk")),
+        ("mark everything in Atlas as done", Intent("complete_tasks", project_name="Atlas")),
+        ("move the task buy milk to Harbor", Intent("move_tasks", search="buy milk", target_project="Harbor")),
+        ("remove every task", Intent("delete_tasks")),
     ],
 )
 def test_parse_write_intents(text, expected):
     assert parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["delete the task", "move the task to Harbor", "mark it as done", "complete the to-do"])
+def test_a_change_to_one_task_that_names_none_proposes_nothing(text):
+    # Read as a listing, never as a change to every task.
+    assert parse(text).kind not in {"delete_tasks", "complete_tasks", "move_tasks"}

@@ -66,6 +66,16 @@ async def test_delete_all_my_tasks_lists_every_task_and_applies_on_confirm(alice
     await socket.disconnect()
 
 
+async def test_deleting_one_task_by_its_title_proposes_that_task_alone(alice, fast_questions):
+    await fifty_tasks(alice)
+    conversation, socket, frames = await chat(alice, "delete the task Chore number 7")
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    assert group.kind == "confirm" and len(group.payload["lines"]) == 1
+    assert "Delete task “Chore number 7”" in frames and "Chore number 17" not in frames
+    assert len(await rows(Task, owner=alice)) == 50  # nothing applied yet
+    await socket.disconnect()
+
+
 async def test_cancel_applies_nothing(alice, fast_questions):
     await fifty_tasks(alice)
     conversation, socket, _ = await chat(alice, "delete all my completed tasks")
