@@ -24,9 +24,12 @@ _PROJECT = re.compile(
     r"\b(?:in|for|from|under|of)\s+(?:the\s+|my\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)(?:\s+project)?\b"
 )
 _PROJECT_SUFFIX = re.compile(r"\b(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)\s+project\b")
-# "What's on my plate (today)?" asks for the tasks not done yet; the plate is not a word to search
-# them for.
-_ON_MY_PLATE = re.compile(r"\bon (?:my|our) plate\b(?:\s+(?:today|this week|right now|now))?", re.IGNORECASE)
+# "What's on my plate (today)?", "what should I work on next?" ask for the tasks not done yet;
+# the plate and "next" are not words to search them for.
+_WHAT_IS_OPEN = re.compile(
+    r"\b(?:on (?:my|our) plate|(?:should|could|can|do|shall) (?:i|we) work on)\b(?:\s+(?:next|first|today|this week|right now|now))?",
+    re.IGNORECASE,
+)
 # "Add a task to buy milk": the task is "buy milk" ("to" joins the request to what is to be done).
 _TO_DO_WHAT = re.compile(r"^to\s+(?=[a-z])")
 _QUOTED = re.compile(r"[\"“'‘](?P<term>[^\"”'’]{2,80})[\"”'’]")
@@ -164,9 +167,9 @@ def parse(text: str) -> Intent:
     owns_projects = mentions_projects and bool(re.search(r"\b(?:my|i have|i've got|we have)\b", lower))
     status = _status(lower)
     project_name = _project_name(raw)
-    search = _search_term(_ON_MY_PLATE.sub("", raw), project_name)
-    if _ON_MY_PLATE.search(raw) and status == "all":
-        status = "open"  # what is on one's plate is what is not done yet
+    search = _search_term(_WHAT_IS_OPEN.sub("", raw), project_name)
+    if _WHAT_IS_OPEN.search(raw) and status == "all":
+        status = "open"  # what is on one's plate, or left to work on, is what is not done yet
 
     if due := _due_window(lower):
         # "What's due this week?", "list everything due this week", "anything overdue in Atlas?"

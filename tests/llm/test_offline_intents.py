@@ -26,6 +26,8 @@ from llm.offline.intents import Intent, parse
         ("What's on my plate today?", Intent("tasks", status="open")),
         ("what's on my plate in Atlas?", Intent("tasks", status="open", project_name="Atlas")),
         ("what's in progress on my plate?", Intent("tasks", status="in_progress")),
+        ("what should I work on next?", Intent("tasks", status="open")),
+        ("What can I work on today in Harbor?", Intent("tasks", status="open", project_name="Harbor")),
     ],
 )
 def test_parse(text, expected):
