@@ -30,6 +30,10 @@ _WHAT_IS_OPEN = re.compile(
     r"\b(?:on (?:my|our) plate|(?:should|could|can|do|shall) (?:i|we) work on)\b(?:\s+(?:next|first|today|this week|right now|now))?",
     re.IGNORECASE,
 )
+# "Add a note to Harbor: call the venue": the project first, then the title.
+_PROJECT_THEN_TITLE = re.compile(
+    r"^(?:to|in|for|under)\s+(?:the\s+)?(?:project\s+)?(?P<project>[A-Z][\w&.-]*)(?:\s+project)?\s*[:–—-]\s*(?P<title>.+)$"
+)
 # "Add a task to buy milk": the task is "buy milk" ("to" joins the request to what is to be done).
 _TO_DO_WHAT = re.compile(r"^to\s+(?=[a-z])")
 _QUOTED = re.compile(r"[\"“'‘](?P<term>[^\"”'’]{2,80})[\"”'’]")
@@ -183,6 +187,8 @@ def parse(text: str) -> Intent:
         return Intent("cleanup", project_name=project_name)
     if mentions_tasks or status != "all":
         return Intent("tasks", status=status, search=search, project_name=project_name)
+    if mentions_projects and project_name:
+        return Intent("tasks", status=status, search=search, project_name=project_name)  # "what's in the Atlas project?"
     if mentions_projects and (owns_projects or not _QUESTION.match(raw)):
         return Intent("projects")
     if _QUESTION.match(raw) or raw.endswith("?"):
@@ -196,9 +202,12 @@ def parse(text: str) -> Intent:
 def _write_intent(raw: str) -> Intent | None:
     lower = raw.lower()
     if match := _CREATE.match(raw):
-        title = _TO_DO_WHAT.sub("", match["title"].strip(" \"'“”"))
+        title, project = match["title"].strip(" \"'“”"), match["project"]
+        if not project and (first := _PROJECT_THEN_TITLE.match(title)):
+            title, project = first["title"].strip(" \"'“”"), first["project"]
+        title = _TO_DO_WHAT.sub("", title)
         kind = "create_note" if match["kind"].lower() == "note" else "create_task"
-        return Intent(kind, title=title[:300], project_name=match["project"]) if title else None
+        return Intent(kind, title=title[:300], project_name=project) if title else None
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))
     if not mentions_tasks:
         return _mark_done(raw)

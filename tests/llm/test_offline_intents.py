@@ -27,6 +27,7 @@ from llm.offline.intents import Intent, parse
         ("what's on my plate in Atlas?", Intent("tasks", status="open", project_name="Atlas")),
         ("what's in progress on my plate?", Intent("tasks", status="in_progress")),
         ("what should I work on next?", Intent("tasks", status="open")),
+        ("what's in the Atlas project?", Intent("tasks", project_name="Atlas")),
         ("What can I work on today in Harbor?", Intent("tasks", status="open", project_name="Harbor")),
     ],
 )
@@ -49,6 +50,8 @@ def test_parse(text, expected):
         ("add a task to buy milk", Intent("create_task", title="buy milk")),
         ("create a task to call Bob in Harbor", Intent("create_task", title="call Bob", project_name="Harbor")),
         ("add a note to remember the keys", Intent("create_note", title="remember the keys")),
+        ("add a note to Harbor: call the venue", Intent("create_note", title="call the venue", project_name="Harbor")),
+        ("create a task in the Atlas project - Book the venue", Intent("create_task", title="Book the venue", project_name="Atlas")),
         ("delete the task buy milk", Intent("delete_tasks", search="buy milk")),
         ("delete task buy milk in Harbor", Intent("delete_tasks", search="buy milk", project_name="Harbor")),
         ("complete the task renew passport", Intent("complete_tasks", search="renew passport")),
