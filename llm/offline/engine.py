@@ -115,6 +115,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return _write_action(intent, steps)
     if intent.kind == "help":
         return phrasing.CAPABILITIES
+    if intent.kind == "cannot":
+        return phrasing.CANNOT_CHANGE
     if intent.kind == "knowledge":
         if not steps:
             return "search_knowledge_base", {"question": intent.search}

@@ -44,6 +44,7 @@ _GENERIC_TERMS = {"tasks", "task", "notes", "note", "it", "them", "everything", 
 @dataclass(frozen=True)
 class Intent:
     # read: "tasks" | "count_tasks" | "notes" | "projects" | "knowledge" | "help"
+    #   | "cannot" (a change to notes or projects it does not make: it says so, changes nothing)
     #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
@@ -81,6 +82,13 @@ _NAMED_TASK = re.compile(
 )
 _MARK_DONE = re.compile(rf"^(?:please\s+)?mark\s+(?P<term>.+?)\s+{_DONE}", re.IGNORECASE)
 _ONE_TASK = re.compile(r"\b(?:task|to-?do)\b(?!s)", re.IGNORECASE)
+# Changes to notes and projects other than adding a note: offline, these are refused in words.
+_OTHER_CHANGE = re.compile(
+    r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
+    r"(?:(?:delete|remove|erase|get rid of|clear out|archive|unarchive|rename|edit|update)\b"
+    r"|(?:create|add|make|start|new)\b.*\bprojects?\b)",
+    re.IGNORECASE,
+)
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
 _CLEANUP = re.compile(r"\b(?:clean ?up|tidy(?: up)?|sort out|declutter|prune)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^(how|what|why|where|when|which|who|can|could|does|do|is|are|should)\b", re.IGNORECASE)
@@ -175,6 +183,8 @@ def parse(text: str) -> Intent:
     if _WHAT_IS_OPEN.search(raw) and status == "all":
         status = "open"  # what is on one's plate, or left to work on, is what is not done yet
 
+    if (mentions_notes or mentions_projects) and not mentions_tasks and _OTHER_CHANGE.match(raw):
+        return Intent("cannot")
     if due := _due_window(lower):
         # "What's due this week?", "list everything due this week", "anything overdue in Atlas?"
         counting = bool(re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower))

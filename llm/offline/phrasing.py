@@ -22,6 +22,12 @@ CAPABILITIES = (
 )
 
 
+CANNOT_CHANGE = (
+    "Offline I can add, complete, move and delete tasks and add notes, but I can't change or delete notes "
+    "or projects, so nothing was changed. With a model connected (`LLM_BASE_URL`) the assistant can."
+)
+
+
 DUE_WORDS = {"overdue": "overdue", "today": "due today", "this_week": "due this week", "next_7_days": "due in the next 7 days"}
 
 
@@ -36,7 +42,7 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
         return f"You have no {noun}{where}."
     lines = [f"Here {'is' if result['total'] == 1 else 'are'} your {noun}{where} ({result['total']}):", ""]
     today = dt.date.fromisoformat(result["today"]) if result.get("today") else None
-    lines += [_task_line(t, show_status=status == "all", today=today) for t in tasks]
+    lines += [_task_line(t, show_status=status in ("all", "open"), today=today) for t in tasks]
     if result.get("truncated"):
         lines += ["", f"…and {result['more']} more not shown."]
     return "\n".join(lines)

@@ -55,6 +55,8 @@ async def test_whats_on_my_plate_lists_the_tasks_not_done_yet(demo):
     expected = await titles(demo, status__in=["todo", "in_progress"])
     assert f"({len(expected)})" in reply and all(title in reply for title in expected)
     assert not any(title in reply for title in await titles(demo, status="completed"))
+    assert "— to-do" in reply or "· to-do" in reply  # each line says which of the two it is
+    assert "in-progress" in reply
 
 
 async def test_tasks_in_a_project_resolves_the_project_first(demo):
@@ -97,6 +99,19 @@ async def test_list_projects_with_stats(demo):
 async def test_anything_else_gets_an_honest_capability_answer(demo):
     reply, calls = await answer(demo, "write me a poem about the sea")
     assert calls == [] and "offline engine" in reply and "LLM_BASE_URL" in reply
+
+
+@pytest.mark.parametrize("text", ["delete my notes", "archive the Harbor project", "create a project called Garden"])
+async def test_a_change_to_notes_or_projects_is_refused_in_words_and_writes_nothing(demo, text):
+    from workspace.models import Note, Project
+
+    def counts():
+        return Note.objects.count(), Project.objects.count(), Task.objects.count()
+
+    before = await database_sync_to_async(counts)()
+    reply, calls = await answer(demo, text)
+    assert calls == [] and reply.startswith("Offline I can add, complete, move and delete tasks") and "nothing was changed" in reply
+    assert await database_sync_to_async(counts)() == before
 
 
 async def test_empty_workspace_says_so(charlie):

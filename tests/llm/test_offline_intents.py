@@ -28,6 +28,11 @@ from llm.offline.intents import Intent, parse
         ("what's in progress on my plate?", Intent("tasks", status="in_progress")),
         ("what should I work on next?", Intent("tasks", status="open")),
         ("what's in the Atlas project?", Intent("tasks", project_name="Atlas")),
+        ("delete my notes", Intent("cannot")),
+        ("please archive the Harbor project", Intent("cannot")),
+        ("create a project called Garden", Intent("cannot")),
+        ("can you rename the note Retro to Launch retro?", Intent("cannot")),
+        ("notes about the update", Intent("notes", search="update")),
         ("What can I work on today in Harbor?", Intent("tasks", status="open", project_name="Harbor")),
     ],
 )
