@@ -59,7 +59,7 @@ def project_for_user(*, user: User, project_id: int) -> Project:
     return Project.objects.get(owner=user, pk=project_id)
 
 
-DUE_WINDOWS = ("overdue", "today", "this_week", "next_7_days")
+DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days")
 
 
 @dataclass(frozen=True)
@@ -73,13 +73,15 @@ class DueWindow:
 
 def due_window(*, name: str, today: dt.date) -> DueWindow:
     """`today` is the user's date (in their time zone). "this_week" is Monday to Sunday of the
-    week `today` falls in; "overdue" is everything due before today."""
+    week `today` falls in, "next_week" the one after it; "overdue" is everything due before today."""
     if name == "overdue":
         return DueWindow(name, None, today - dt.timedelta(days=1))
     if name == "today":
         return DueWindow(name, today, today)
-    if name == "this_week":
-        monday = today - dt.timedelta(days=today.weekday())
+    if name == "tomorrow":
+        return DueWindow(name, today + dt.timedelta(days=1), today + dt.timedelta(days=1))
+    if name in ("this_week", "next_week"):
+        monday = today - dt.timedelta(days=today.weekday()) + dt.timedelta(weeks=name == "next_week")
         return DueWindow(name, monday, monday + dt.timedelta(days=6))
     if name == "next_7_days":
         return DueWindow(name, today, today + dt.timedelta(days=6))

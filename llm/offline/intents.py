@@ -54,7 +54,7 @@ class Intent:
     project_name: str | None = None
     target_project: str | None = None  # move_tasks: where to
     title: str | None = None  # create_*: what to call it
-    due: str | None = None  # tasks/count_tasks: "overdue" | "today" | "this_week" | "next_7_days"
+    due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS
 
 
 _DELETE = re.compile(r"\b(delete|remove|erase|get rid of|clear out)\b", re.IGNORECASE)
@@ -242,7 +242,9 @@ _DUE_WINDOWS = [
     (r"\boverdue\b|\bpast due\b|\blate\b", "overdue"),
     (r"\bdue\b.*\b(?:next|coming)\s+(?:7|seven)\s+days\b|\b(?:next|coming)\s+(?:7|seven)\s+days\b.*\bdue\b", "next_7_days"),
     (r"\bdue\b.*\bthis week\b|\bthis week\b.*\bdue\b", "this_week"),
+    (r"\bdue\b.*\bnext week\b|\bnext week\b.*\bdue\b", "next_week"),
     (r"\bdue\b.*\btoday\b|\btoday\b.*\bdue\b", "today"),
+    (r"\bdue\b.*\btomorrow\b|\btomorrow\b.*\bdue\b", "tomorrow"),
 ]
 
 

@@ -28,7 +28,14 @@ CANNOT_CHANGE = (
 )
 
 
-DUE_WORDS = {"overdue": "overdue", "today": "due today", "this_week": "due this week", "next_7_days": "due in the next 7 days"}
+DUE_WORDS = {
+    "overdue": "overdue",
+    "today": "due today",
+    "tomorrow": "due tomorrow",
+    "this_week": "due this week",
+    "next_week": "due next week",
+    "next_7_days": "due in the next 7 days",
+}
 
 
 def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:

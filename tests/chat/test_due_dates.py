@@ -39,6 +39,13 @@ def test_due_windows_in_the_persons_calendar():
         "this_week", dt.date(2026, 11, 23), dt.date(2026, 11, 29)
     )
     assert selectors.due_window(name="next_7_days", today=wednesday).last == dt.date(2026, 12, 1)
+    tomorrow = dt.date(2026, 11, 26)
+    assert selectors.due_window(name="tomorrow", today=wednesday) == selectors.DueWindow("tomorrow", tomorrow, tomorrow)
+    assert selectors.due_window(name="next_week", today=wednesday) == selectors.DueWindow(
+        "next_week", dt.date(2026, 11, 30), dt.date(2026, 12, 6)
+    )
+    sunday = dt.date(2026, 11, 29)  # the last day of a week: next week is still the one after it
+    assert selectors.due_window(name="next_week", today=sunday).first == dt.date(2026, 11, 30)
     assert selectors.due_window(name="overdue", today=wednesday) == selectors.DueWindow("overdue", None, dt.date(2026, 11, 24))
     with pytest.raises(ValueError):
         selectors.due_window(name="someday", today=wednesday)
@@ -66,6 +73,8 @@ def test_tasks_due_in_a_window_leave_out_completed_ones_and_other_users(alice, b
     assert titles("overdue") == ["yesterday"]
     assert titles("next_7_days") == ["today", "sunday", "next monday"]
     assert titles("today", status="completed") == ["done today"]
+    assert titles("next_week") == ["next monday"]
+    assert titles("tomorrow") == []
 
 
 async def test_the_query_tool_reads_today_in_the_users_time_zone(alice):
@@ -137,6 +146,9 @@ async def test_overdue_and_today_offline(alice):
     assert "Call Sam" not in overdue.content and "overdue since" in overdue.content
     _, _, due_today = await chat(alice, "what's due today?", time_zone=zone)
     assert "Call Sam" in due_today.content and "due today" in due_today.content and "Late report" not in due_today.content
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Water plants", due_date=today + dt.timedelta(days=1))
+    _, _, due_tomorrow = await chat(alice, "what's due tomorrow?", time_zone=zone)
+    assert "Water plants" in due_tomorrow.content and "due tomorrow" in due_tomorrow.content and "Call Sam" not in due_tomorrow.content
     _, _, count = await chat(alice, "how many tasks are overdue?", time_zone=zone)
     assert count.content == "You have **1** open task overdue."
 
