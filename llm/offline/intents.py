@@ -275,8 +275,8 @@ def _mark_done(raw: str) -> Intent | None:
         term = re.sub(rf"\s*\b(?:in|from|under)\s+(?:the\s+)?(?:project\s+)?{re.escape(project_name)}(?:\s+project)?$", "", term)
     if term.lower() in {"everything", "all", "all of them", "every one", ""}:
         return Intent("complete_tasks", project_name=project_name)
-    if term.lower() in {"it", "them", "that", "this", "those", "these"}:
-        return None
+    if term.lower() in {"it", "them", "that", "this", "those", "these"} or re.search(r"\b(?:notes?|projects?)\b", term, re.I):
+        return None  # a note or a project is not marked done
     return Intent("complete_tasks", search=term, project_name=project_name)
 
 

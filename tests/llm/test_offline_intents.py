@@ -71,7 +71,9 @@ def test_parse_write_intents(text, expected):
     assert parse(text) == expected
 
 
-@pytest.mark.parametrize("text", ["delete the task", "move the task to Harbor", "mark it as done", "complete the to-do"])
+@pytest.mark.parametrize(
+    "text", ["delete the task", "move the task to Harbor", "mark it as done", "complete the to-do", "mark the Atlas project as done"]
+)
 def test_a_change_to_one_task_that_names_none_proposes_nothing(text):
     # Read as a listing, never as a change to every task.
     assert parse(text).kind not in {"delete_tasks", "complete_tasks", "move_tasks"}
