@@ -85,7 +85,7 @@ _ONE_TASK = re.compile(r"\b(?:task|to-?do)\b(?!s)", re.IGNORECASE)
 # Changes to notes and projects other than adding a note: offline, these are refused in words.
 _OTHER_CHANGE = re.compile(
     r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
-    r"(?:(?:delete|remove|erase|get rid of|clear out|archive|unarchive|rename|edit|update)\b"
+    r"(?:(?:delete|remove|erase|get rid of|clear out|archive|unarchive|rename|edit|update|mark)\b"
     r"|(?:create|add|make|start|new)\b.*\bprojects?\b)",
     re.IGNORECASE,
 )

@@ -31,6 +31,7 @@ from llm.offline.intents import Intent, parse
         ("delete my notes", Intent("cannot")),
         ("please archive the Harbor project", Intent("cannot")),
         ("create a project called Garden", Intent("cannot")),
+        ("mark the Atlas project as done", Intent("cannot")),
         ("can you rename the note Retro to Launch retro?", Intent("cannot")),
         ("notes about the update", Intent("notes", search="update")),
         ("What can I work on today in Harbor?", Intent("tasks", status="open", project_name="Harbor")),
