@@ -59,6 +59,9 @@ class QueryTasksArgs(_Args):
         "soonest first; "
         "completed tasks are left out unless status is 'completed'. The result says the user's date today.",
     )
+    priority_at_least: Literal["medium", "high", "urgent"] | None = Field(
+        None, description="Only tasks of this priority or higher ('high': high and urgent)."
+    )
     limit: int = Field(100, ge=1, le=500, description="Max results (default 100, max 500).")
 
 
@@ -160,16 +163,24 @@ def _note(note: Note) -> dict:
 def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
     user = ctx.user
     project_id = _owned_project_id(user, args.project_id)
-    if args.due is None:
-        page = workspace.tasks_for_user(user=user, status=args.status, project_id=project_id, search=args.search, limit=args.limit)
-        return {"tasks": [_task(t) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
-    today = timezone.localdate(timezone=zoneinfo.ZoneInfo(ctx.time_zone))
-    window = workspace.due_window(name=args.due, today=today)
-    page = workspace.tasks_for_user(user=user, status=args.status, project_id=project_id, search=args.search, due=window, limit=args.limit)
+    window: workspace.DueWindow | None = None
+    if args.due is not None:
+        today = timezone.localdate(timezone=zoneinfo.ZoneInfo(ctx.time_zone))
+        window = workspace.due_window(name=args.due, today=today)
+    page = workspace.tasks_for_user(
+        user=user,
+        status=args.status,
+        project_id=project_id,
+        search=args.search,
+        due=window,
+        priority_at_least=args.priority_at_least,
+        limit=args.limit,
+    )
+    found = {"tasks": [_task(t) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
+    if window is None:
+        return found
     return {
-        "tasks": [_task(t) for t in page.items],
-        **_page_fields(page),
-        "filters": args.model_dump(),
+        **found,
         "today": today.isoformat(),
         "time_zone": ctx.time_zone,
         "due_from": window.first.isoformat() if window.first else None,

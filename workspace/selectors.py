@@ -95,11 +95,13 @@ def tasks_for_user(
     project_id: int | None = None,
     search: str | None = None,
     due: DueWindow | None = None,
+    priority_at_least: str | None = None,
     limit: int = 100,
 ) -> Page[Task]:
-    """status: a task status, "open" (not completed) or "all". With `due`: tasks due in that
-    window, soonest first; completed ones only when `status` asks for them (what is due is what is
-    still to do)."""
+    """status: a task status, "open" (not completed) or "all". priority_at_least: a priority, and
+    only tasks of it or above ("high": high and urgent). With `due`: tasks due in that window,
+    soonest first; completed ones only when `status` asks for them (what is due is what is still
+    to do)."""
     tasks = Task.objects.filter(owner=user).select_related("project")
     if status == "open":
         tasks = tasks.exclude(status=Task.Status.COMPLETED)
@@ -109,6 +111,9 @@ def tasks_for_user(
         tasks = tasks.filter(project_id=project_id)
     if search:
         tasks = tasks.filter(title__icontains=search)
+    if priority_at_least is not None:
+        levels = Task.Priority.values  # lowest first
+        tasks = tasks.filter(priority__in=levels[levels.index(priority_at_least) :])
     if due is None:
         return _page(tasks.order_by("-created_at", "-id"), limit=limit)
     if status == "all":

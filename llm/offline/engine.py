@@ -144,10 +144,18 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return phrasing.notes_answer(steps[-1].result, project_name=project_name, search=intent.search)
     if intent.kind == "count_tasks":
         if not steps:
-            return "query_tasks", _without_none({"status": intent.status, "project_id": project_id, "due": intent.due, "limit": 1})
+            query = {"status": intent.status, "project_id": project_id, "due": intent.due, "priority_at_least": intent.priority, "limit": 1}
+            return "query_tasks", _without_none(query)
         return phrasing.count_answer(steps[-1].result, project_name=project_name)
     if not steps:
-        query = {"status": intent.status, "project_id": project_id, "search": intent.search, "due": intent.due, "limit": 50}
+        query = {
+            "status": intent.status,
+            "project_id": project_id,
+            "search": intent.search,
+            "due": intent.due,
+            "priority_at_least": intent.priority,
+            "limit": 50,
+        }
         return "query_tasks", _without_none(query)
     if intent.kind == "cleanup":
         return phrasing.cleanup_answer(steps[-1].result, project_name=project_name)

@@ -55,6 +55,7 @@ class Intent:
     target_project: str | None = None  # move_tasks: where to
     title: str | None = None  # create_*: what to call it
     due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS
+    priority: str | None = None  # tasks/count_tasks: this priority or higher ("high", "urgent")
 
 
 _DELETE = re.compile(r"\b(delete|remove|erase|get rid of|clear out)\b", re.IGNORECASE)
@@ -82,6 +83,11 @@ _NAMED_TASK = re.compile(
 )
 _MARK_DONE = re.compile(rf"^(?:please\s+)?mark\s+(?P<term>.+?)\s+{_DONE}", re.IGNORECASE)
 _ONE_TASK = re.compile(r"\b(?:task|to-?do)\b(?!s)", re.IGNORECASE)
+# "What's urgent?", "which tasks are high priority?": tasks of that priority or higher.
+_PRIORITIES = [
+    (r"\burgent\b|\basap\b", "urgent"),
+    (r"\bhigh[- ]priority\b|\bpriority is high\b|\bare high priority\b|\bimportant\b|\btop priority\b", "high"),
+]
 # Changes to notes and projects other than adding a note: offline, these are refused in words.
 _OTHER_CHANGE = re.compile(
     r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
@@ -185,12 +191,18 @@ def parse(text: str) -> Intent:
 
     if (mentions_notes or mentions_projects) and not mentions_tasks and _OTHER_CHANGE.match(raw):
         return Intent("cannot")
+    # "Tasks about the urgent fix" searches for a title; "urgent tasks" asks for a priority.
+    priority = None if mentions_notes or (search and _priority(search.lower())) else _priority(lower)
+    if priority and status == "all":
+        status = "open"  # what is urgent is what is still to do, unless the question names a status
+    counting = bool(re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower))
     if due := _due_window(lower):
         # "What's due this week?", "list everything due this week", "anything overdue in Atlas?"
-        counting = bool(re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower))
-        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due=due)
-    if re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower) and (mentions_tasks or status != "all"):
-        return Intent("count_tasks", status=status, project_name=project_name)
+        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due=due, priority=priority)
+    if counting and (mentions_tasks or status != "all"):
+        return Intent("count_tasks", status=status, project_name=project_name, priority=priority)
+    if priority:
+        return Intent("tasks", status=status, search=search, project_name=project_name, priority=priority)
     if mentions_notes:
         return Intent("notes", search=search, project_name=project_name)
     if mentions_tasks and _CLEANUP.search(raw):
@@ -283,6 +295,13 @@ def _mark_done(raw: str) -> Intent | None:
 def _named_task(raw: str) -> str | None:
     if match := _NAMED_TASK.search(raw):
         return match["term"].strip(" \"'“”") or None
+    return None
+
+
+def _priority(lower: str) -> str | None:
+    for pattern, priority in _PRIORITIES:
+        if re.search(pattern, lower):
+            return priority
     return None
 
 

@@ -9,7 +9,7 @@ STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "com
 CAPABILITIES = (
     "I'm Clarion's **offline engine**: I run without a model or network, so I understand a fixed set of "
     "requests about your workspace. Try:\n\n"
-    "- “what's in progress?” or “show my to-do tasks”\n"
+    "- “what's in progress?”, “what's urgent?” or “show my to-do tasks”\n"
     "- “show my tasks in Atlas” or “find tasks about design”\n"
     "- “find notes about the launch”\n"
     "- “how many tasks did I complete?”\n"
@@ -21,6 +21,8 @@ CAPABILITIES = (
     "For open-ended conversation, connect a model by setting `LLM_BASE_URL` (see the README)."
 )
 
+
+PRIORITY_WORDS = {"urgent": "urgent", "high": "high-priority", "medium": "medium-or-higher-priority"}
 
 CANNOT_CHANGE = (
     "Offline I can add, complete, move and delete tasks and add notes, but I can't change or delete notes "
@@ -43,8 +45,7 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
     status = result.get("filters", {}).get("status", "all")
     due = result.get("filters", {}).get("due")
     where = scope(project_name, search)
-    label = STATUS_LABEL.get(status, "")
-    noun = f"{label} tasks".strip() + (f" {DUE_WORDS[due]}{_window(result)}" if due in DUE_WORDS else "")
+    noun = _tasks_noun(result) + (f" {DUE_WORDS[due]}{_window(result)}" if due in DUE_WORDS else "")
     if not tasks:
         return f"You have no {noun}{where}."
     lines = [f"Here {'is' if result['total'] == 1 else 'are'} your {noun}{where} ({result['total']}):", ""]
@@ -66,11 +67,20 @@ def cleanup_answer(result: dict, *, project_name: str | None) -> str:
     )
 
 
+def _tasks_noun(result: dict, *, status_word: bool = True) -> str:
+    """ "to-do tasks", "urgent tasks", "completed high-priority tasks": what the query asked for
+    (what is urgent is open unless said otherwise, so "open" goes unsaid there)."""
+    filters = result.get("filters", {})
+    status, priority = filters.get("status", "all"), filters.get("priority_at_least")
+    words = [STATUS_LABEL.get(status, "") if status_word and not (status == "open" and priority) else "", PRIORITY_WORDS.get(priority, "")]
+    return " ".join([*filter(None, words), "task" if result.get("total") == 1 and not status_word else "tasks"])
+
+
 def count_answer(result: dict, *, project_name: str | None) -> str:
     total = result["total"]
     status = result.get("filters", {}).get("status", "all")
     where = scope(project_name, None)
-    plural = "task" if total == 1 else "tasks"
+    plural = _tasks_noun(result, status_word=False)
     if (due := result.get("filters", {}).get("due")) in DUE_WORDS:
         return f"You have **{total}** open {plural} {DUE_WORDS[due]}{_window(result)}{where}."
     if status == "completed":
@@ -79,6 +89,8 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
         return f"You have **{total}** {plural} in progress{where}."
     if status == "todo":
         return f"You have **{total}** {plural} still to do{where}."
+    if status == "open":
+        return f"You have **{total}** open {plural}{where}."
     return f"You have **{total}** {plural}{where} in total."
 
 

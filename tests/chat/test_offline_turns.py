@@ -59,6 +59,19 @@ async def test_whats_on_my_plate_lists_the_tasks_not_done_yet(demo):
     assert "in-progress" in reply
 
 
+async def test_whats_urgent_lists_the_open_urgent_tasks_and_counts_them(demo):
+    reply, calls = await answer(demo, "what's urgent?")
+    assert calls == [{"tool": "query_tasks", "status": "open", "priority_at_least": "urgent", "limit": 50}]
+    expected = await titles(demo, status__in=["todo", "in_progress"], priority="urgent")
+    assert expected and f"your urgent tasks ({len(expected)})" in reply and all(title in reply for title in expected)
+    assert not any(title in reply for title in await titles(demo, priority__in=["low", "medium", "high"]))
+    reply, _ = await answer(demo, "which tasks are high priority?")
+    high = await titles(demo, status__in=["todo", "in_progress"], priority__in=["high", "urgent"])
+    assert f"your high-priority tasks ({len(high)})" in reply and all(title in reply for title in high)
+    reply, _ = await answer(demo, "how many urgent tasks do I have?")
+    assert reply == f"You have **{len(expected)}** open urgent {'task' if len(expected) == 1 else 'tasks'}."
+
+
 async def test_tasks_in_a_project_resolves_the_project_first(demo):
     reply, calls = await answer(demo, "show my tasks in Atlas")
     assert [c["tool"] for c in calls] == ["query_projects", "query_tasks"]

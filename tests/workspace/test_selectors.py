@@ -19,6 +19,20 @@ def test_task_status_and_search_filters(three_workspaces, bob):
     assert open_tasks == {"design homepage bob", "write copy bob", "buy milk bob"}  # everything but "ship beta"
 
 
+def test_tasks_of_a_priority_or_higher(alice, bob):
+    for title, priority in [("low", "low"), ("medium", "medium"), ("high", "high"), ("urgent", "urgent")]:
+        services.create_task(user=alice, title=title, priority=priority)
+    services.create_task(user=bob, title="bob urgent", priority="urgent")
+
+    def titles(priority):
+        return sorted(t.title for t in selectors.tasks_for_user(user=alice, priority_at_least=priority).items)
+
+    assert titles("high") == ["high", "urgent"]
+    assert titles("urgent") == ["urgent"]
+    assert titles("medium") == ["high", "medium", "urgent"]
+    assert titles(None) == ["high", "low", "medium", "urgent"]
+
+
 def test_filtering_by_another_users_project_returns_nothing(three_workspaces, alice, bob):
     bobs_project = three_workspaces["bob"]["projects"][0]
     assert selectors.tasks_for_user(user=alice, project_id=bobs_project.pk).items == []
