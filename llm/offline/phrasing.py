@@ -45,7 +45,10 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
     status = result.get("filters", {}).get("status", "all")
     due = result.get("filters", {}).get("due")
     where = scope(project_name, search)
-    noun = _tasks_noun(result) + (f" {DUE_WORDS[due]}{_window(result)}" if due in DUE_WORDS else "")
+    priority = _priority_word(result)
+    # What is urgent is open unless said otherwise: "urgent tasks", not "open urgent tasks".
+    label = "" if status == "open" and priority else STATUS_LABEL.get(status, "")
+    noun = " ".join(filter(None, [label, priority, "tasks"])) + (f" {DUE_WORDS[due]}{_window(result)}" if due in DUE_WORDS else "")
     if not tasks:
         return f"You have no {noun}{where}."
     lines = [f"Here {'is' if result['total'] == 1 else 'are'} your {noun}{where} ({result['total']}):", ""]
@@ -67,20 +70,15 @@ def cleanup_answer(result: dict, *, project_name: str | None) -> str:
     )
 
 
-def _tasks_noun(result: dict, *, status_word: bool = True) -> str:
-    """ "to-do tasks", "urgent tasks", "completed high-priority tasks": what the query asked for
-    (what is urgent is open unless said otherwise, so "open" goes unsaid there)."""
-    filters = result.get("filters", {})
-    status, priority = filters.get("status", "all"), filters.get("priority_at_least")
-    words = [STATUS_LABEL.get(status, "") if status_word and not (status == "open" and priority) else "", PRIORITY_WORDS.get(priority, "")]
-    return " ".join([*filter(None, words), "task" if result.get("total") == 1 and not status_word else "tasks"])
+def _priority_word(result: dict) -> str:
+    return PRIORITY_WORDS.get(result.get("filters", {}).get("priority_at_least"), "")
 
 
 def count_answer(result: dict, *, project_name: str | None) -> str:
     total = result["total"]
     status = result.get("filters", {}).get("status", "all")
     where = scope(project_name, None)
-    plural = _tasks_noun(result, status_word=False)
+    plural = " ".join(filter(None, [_priority_word(result), "task" if total == 1 else "tasks"]))
     if (due := result.get("filters", {}).get("due")) in DUE_WORDS:
         return f"You have **{total}** open {plural} {DUE_WORDS[due]}{_window(result)}{where}."
     if status == "completed":
