@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import os
-from concurrent.futures import ThreadPoolExecutor
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
+from typing import ParamSpec, TypeVar
 
 from django.core.asgi import get_asgi_application
 
@@ -34,22 +39,63 @@ class StartsBackgroundWork:
         return await self.app(scope, receive, send)
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class RequestThread(Executor):
+    """One thread that runs a request's sync work, one call at a time, as asgiref's
+    `ThreadSensitiveContext` expects. A daemon thread, unlike a ThreadPoolExecutor's: when Daphne
+    stops while a request is in flight (Ctrl+C during a login), that request's thread can be left
+    waiting for the event loop that stopped, and a process waits for such a thread at exit
+    forever, deaf to a second Ctrl+C. What such a request was doing is abandoned either way: its
+    response can no longer be sent, and its open transaction rolls back with its connection."""
+
+    _numbers = itertools.count()
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        threading.Thread(target=self._run, name=f"request-{next(self._numbers)}", daemon=True).start()
+
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
+        future: Future[T] = Future()
+
+        def call() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # the caller's to see, as with any executor
+                future.set_exception(exc)
+
+        self._work.put(call)
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._work.put(None)  # the thread ends after the call it is running, if any
+
+    def _run(self) -> None:
+        while (call := self._work.get()) is not None:
+            call()
+
+
 class RequestThreads:
     """Django runs each request's sync work (its middleware chain, sync views, closing the
     response) on a thread started for that request and stopped after it. Here a request borrows
     an idle one-thread executor instead (a new one when none is idle) through asgiref's
     `ThreadSensitiveContext`, and gives it back when it is done: the same one thread per request
-    that Django's handler expects, without starting and stopping one each time. At most
+    that Django's handler expects, without starting and stopping one each time (`RequestThread`:
+    one that never keeps the process from exiting). At most
     `keep_idle` wait between requests; the rest are shut down. Work a request starts in the
     background runs on the background's threads (`chat.background`), never on these."""
 
     def __init__(self, app: ASGIApp, *, keep_idle: int) -> None:
         self.app = app
         self.keep_idle = keep_idle
-        self._idle: list[ThreadPoolExecutor] = []
+        self._idle: list[RequestThread] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        executor = self._idle.pop() if self._idle else ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+        executor = self._idle.pop() if self._idle else RequestThread()
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.app(scope, receive, send)

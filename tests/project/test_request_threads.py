@@ -57,3 +57,21 @@ async def test_requests_at_the_same_time_each_get_a_thread_of_their_own():
         statuses = await asyncio.gather(get(), get())
     assert statuses == [200, 200]
     assert second_started.is_set() and threads[0] is not threads[1]
+
+
+def test_a_request_thread_left_waiting_does_not_keep_the_process_from_exiting():
+    """When Daphne stops with a request in flight (Ctrl+C during a login), that request's thread
+    can be left waiting for the stopped event loop for good: the process still exits."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import threading\n"
+        "from project.asgi import RequestThread\n"
+        "RequestThread().submit(threading.Event().wait)  # never returns\n"
+        "print('exiting', flush=True)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "SECRET_KEY": os.environ.get("SECRET_KEY", "x")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "exiting\n", done.stderr
