@@ -55,7 +55,8 @@ class RequestThread(Executor):
 
     def __init__(self) -> None:
         self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        threading.Thread(target=self._run, name=f"request-{next(self._numbers)}", daemon=True).start()
+        self._thread = threading.Thread(target=self._run, name=f"request-{next(self._numbers)}", daemon=True)
+        self._thread.start()
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         future: Future[T] = Future()
@@ -72,7 +73,9 @@ class RequestThread(Executor):
         return future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        self._work.put(None)  # the thread ends after the call it is running, if any
+        self._work.put(None)  # the thread ends after the calls already submitted
+        if wait:
+            self._thread.join()
 
     def _run(self) -> None:
         while (call := self._work.get()) is not None:
