@@ -58,7 +58,8 @@ class Intent:
     priority: str | None = None  # tasks/count_tasks: this priority or higher ("high", "urgent")
 
 
-_DELETE = re.compile(r"\b(delete|remove|erase|get rid of|clear out)\b", re.IGNORECASE)
+_DELETE_WORDS = r"delete|remove|erase|get rid of|clear out"
+_DELETE = re.compile(rf"\b(?:{_DELETE_WORDS})\b", re.IGNORECASE)
 _COMPLETE = re.compile(
     r"^(?:please\s+)?(?:complete|finish|close)\b|\bmark\b.*\b(?:as\s+)?(?:done|complete|completed|finished)\b", re.IGNORECASE
 )
@@ -91,7 +92,7 @@ _PRIORITIES = [
 # Changes to notes and projects other than adding a note: offline, these are refused in words.
 _OTHER_CHANGE = re.compile(
     r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
-    r"(?:(?:delete|remove|erase|get rid of|clear out|archive|unarchive|rename|edit|update|mark)\b"
+    rf"(?:(?:{_DELETE_WORDS}|archive|unarchive|rename|edit|update|mark)\b"
     r"|(?:create|add|make|start|new)\b.*\bprojects?\b)",
     re.IGNORECASE,
 )
