@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from chat.models import CARD_TOOLS, Conversation, Message
 from knowledge.rendering import render_markdown
+from llm.offline.phrasing import task_noun
 from project.text import visible_bidi_controls
 from questions import selectors as question_selectors
 from questions.models import PendingQuestion, QuestionGroup
@@ -255,8 +256,6 @@ def question_group_appended(group: QuestionGroup) -> str:
 
 # --- tool calls, in words ----------------------------------------------------------------------
 
-_STATUS_WORDS = {"todo": "to-do", "in_progress": "in-progress", "completed": "completed"}
-
 
 @dataclass(frozen=True)
 class ToolActivity:
@@ -287,8 +286,7 @@ def tool_activity(message: Message) -> list[ToolActivity]:
 def describe_tool_call(name: str, args: dict) -> str:
     """What a lookup did, as a person would say it ("Looked at up to 50 in-progress tasks")."""
     if name == "query_tasks":
-        status = _STATUS_WORDS.get(str(args.get("status") or ""), "")
-        noun = f"{status} tasks" if status else "tasks"
+        noun = task_noun(status=args.get("status", "all"), priority_at_least=args.get("priority_at_least"), due=args.get("due"))
         limit = args.get("limit")
         # A limit of 1 is how totals are counted; "up to 1 tasks" would say nothing useful.
         what = f"up to {limit} {noun}" if isinstance(limit, int) and 1 < limit < 500 else f"your {noun}"

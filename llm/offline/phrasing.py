@@ -40,18 +40,27 @@ DUE_WORDS = {
 }
 
 
+def task_noun(*, status: object = "all", priority_at_least: object = None, due: object = None) -> str:
+    """The tasks a query_tasks filter picks, in words: "in-progress tasks", "urgent tasks due today".
+    Unknown values (a model's arguments are read here too) are left out rather than guessed."""
+    priority = PRIORITY_WORDS.get(str(priority_at_least), "")
+    # What is urgent is open unless said otherwise: "urgent tasks", not "open urgent tasks".
+    label = "" if status == "open" and priority else STATUS_LABEL.get(str(status), "")
+    if due == "overdue":  # an adjective: "overdue to-do tasks"
+        return " ".join(filter(None, ["overdue", label, priority, "tasks"]))
+    return " ".join(filter(None, [label, priority, "tasks", DUE_WORDS.get(str(due), "")]))
+
+
 def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     tasks = result["tasks"]
-    status = result.get("filters", {}).get("status", "all")
-    due = result.get("filters", {}).get("due")
+    filters = result.get("filters", {})
+    status = filters.get("status", "all")
     where = scope(project_name, search)
-    priority = _priority_word(result)
-    # What is urgent is open unless said otherwise: "urgent tasks", not "open urgent tasks".
-    label = "" if status == "open" and priority else STATUS_LABEL.get(status, "")
-    noun = " ".join(filter(None, [label, priority, "tasks"])) + (f" {DUE_WORDS[due]}{_window(result)}" if due in DUE_WORDS else "")
+    noun = task_noun(status=status, priority_at_least=filters.get("priority_at_least"), due=filters.get("due"))
+    noun += _window(result) if filters.get("due") in DUE_WORDS else ""
     if not tasks:
         return f"You have no {noun}{where}."
-    lines = [f"Here {'is' if result['total'] == 1 else 'are'} your {noun}{where} ({result['total']}):", ""]
+    lines = [f"Here are your {noun}{where} ({result['total']}):", ""]
     today = dt.date.fromisoformat(result["today"]) if result.get("today") else None
     lines += [_task_line(t, show_status=status in ("all", "open"), today=today) for t in tasks]
     if result.get("truncated"):

@@ -142,7 +142,7 @@ async def test_overdue_and_today_offline(alice):
     await database_sync_to_async(workspace_services.create_task)(user=alice, title="Late report", due_date=today - dt.timedelta(days=3))
     await database_sync_to_async(workspace_services.create_task)(user=alice, title="Call Sam", due_date=today)
     _, _, overdue = await chat(alice, "what's overdue?", time_zone=zone)
-    assert overdue.content.startswith("Here is your tasks overdue (1):") or "Late report" in overdue.content
+    assert overdue.content.startswith("Here are your overdue tasks (1):") and "Late report" in overdue.content
     assert "Call Sam" not in overdue.content and "overdue since" in overdue.content
     _, _, due_today = await chat(alice, "what's due today?", time_zone=zone)
     assert "Call Sam" in due_today.content and "due today" in due_today.content and "Late report" not in due_today.content
