@@ -117,6 +117,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return phrasing.CAPABILITIES
     if intent.kind == "cannot":
         return phrasing.CANNOT_CHANGE
+    if intent.kind == "which_task":
+        return phrasing.which_task(intent.search or "it")
     if intent.kind == "knowledge":
         if not steps:
             return "search_knowledge_base", {"question": intent.search}

@@ -46,6 +46,7 @@ class Intent:
     # read: "tasks" | "count_tasks" | "notes" | "projects" | "knowledge" | "help"
     #   | "cannot" (a change to notes or projects it does not make: it says so, changes nothing)
     #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
+    #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
     kind: str
@@ -71,8 +72,10 @@ _CREATE = re.compile(
     r"(?:\s+(?:in|to|for|under)\s+(?:the\s+)?(?:project\s+)?(?P<project>[A-Z][\w&.-]*)(?:\s+project)?)?[.!]?$",
     re.IGNORECASE,
 )
-# "the design tasks", "my launch tasks": a word or two before "tasks" that is a search term.
-_ADJECTIVE_TERM = re.compile(r"\b(?:the|my|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE)
+# "the design tasks", "these launch tasks": a word or two before "tasks" that is a search term.
+_ADJECTIVE_TERM = re.compile(
+    r"\b(?:the|my|these|those|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE
+)
 # One task named after the word "task" ("delete the task buy milk", "mark the task call Bob as
 # done"): its title is what to look for, up to "as done" or the project. The same for "mark buy
 # milk as done", which names no task at all.
@@ -94,6 +97,15 @@ _OTHER_CHANGE = re.compile(
     r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
     rf"(?:(?:{_DELETE_WORDS}|archive|unarchive|rename|edit|update|mark)\b"
     r"|(?:create|add|make|start|new)\b.*\bprojects?\b)",
+    re.IGNORECASE,
+)
+# "Mark it as done", "delete this task": a change to a task named only by a word pointing back at
+# the conversation, which the offline engine does not read.
+_POINTED_AT_CHANGE = re.compile(
+    r"^(?:please\s+|(?:can|could|would) you\s+)?"
+    rf"(?:{_DELETE_WORDS}|complete|finish|close|mark|move)\s+(?P<what>(?:it|them|that|this|those|these)"
+    r"(?:\s+(?:one|ones|tasks?|to-?dos?))?)"
+    r"(?=\s*(?:[?.!,]|$)|\s+(?:as|to|please|now|for me)\b|\s+(?:done|complete|completed|finished)\s*(?:[?.!,]|$))",
     re.IGNORECASE,
 )
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
@@ -177,6 +189,8 @@ def parse(text: str) -> Intent:
         return Intent("help")
     if is_knowledge_question(raw):
         return Intent("knowledge", search=raw)
+    if pointed := _POINTED_AT_CHANGE.match(raw):
+        return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):
         return write
 

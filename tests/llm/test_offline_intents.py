@@ -83,3 +83,30 @@ def test_parse_write_intents(text, expected):
 def test_a_change_to_one_task_that_names_none_proposes_nothing(text):
     # Read as a listing, never as a change to every task.
     assert parse(text).kind not in {"delete_tasks", "complete_tasks", "move_tasks"}
+
+
+@pytest.mark.parametrize(
+    ("text", "pointer"),
+    [
+        ("mark it as done", "it"),
+        ("Mark this task as done.", "this task"),
+        ("delete them", "them"),
+        ("delete those tasks", "those tasks"),
+        ("move it to Harbor", "it"),
+        ("could you complete that one please", "that one"),
+    ],
+)
+def test_a_change_to_a_task_named_only_by_pointing_back_asks_which(text, pointer):
+    assert parse(text) == Intent("which_task", search=pointer)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("complete these design tasks", Intent("complete_tasks", search="design")),
+        ("delete these completed tasks", Intent("delete_tasks", status="completed")),
+        ("delete this note", Intent("cannot")),
+    ],
+)
+def test_pointing_words_before_a_filter_are_not_a_pointer(text, expected):
+    assert parse(text) == expected
