@@ -161,7 +161,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return "query_tasks", _without_none(query)
     if intent.kind == "cleanup":
         return phrasing.cleanup_answer(steps[-1].result, project_name=project_name)
-    return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
+    answer = phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
+    return phrasing.completion_time_unknown(intent.completed_when) + answer if intent.completed_when else answer
 
 
 def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:

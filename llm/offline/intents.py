@@ -24,10 +24,11 @@ _PROJECT = re.compile(
     r"\b(?:in|for|from|under|of)\s+(?:the\s+|my\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)(?:\s+project)?\b"
 )
 _PROJECT_SUFFIX = re.compile(r"\b(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)\s+project\b")
-# "What's on my plate (today)?", "what should I work on next?" ask for the tasks not done yet;
+# "What's on my plate (today)?", "what should I work on (or finish) next?" ask for the tasks not done yet;
 # the plate and "next" are not words to search them for.
 _WHAT_IS_OPEN = re.compile(
-    r"\b(?:on (?:my|our) plate|(?:should|could|can|do|shall) (?:i|we) work on)\b(?:\s+(?:next|first|today|this week|right now|now))?",
+    r"\b(?:on (?:my|our) plate|(?:should|could|can|do|shall) (?:i|we) work on|(?:should|shall) (?:i|we) (?:do|finish|tackle|start(?: on)?|focus on))\b"
+    r"(?:\s+(?:next|first|today|this week|right now|now))?",
     re.IGNORECASE,
 )
 # "Add a note to Harbor: call the venue": the project first, then the title.
@@ -57,6 +58,7 @@ class Intent:
     title: str | None = None  # create_*: what to call it
     due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS
     priority: str | None = None  # tasks/count_tasks: this priority or higher ("high", "urgent")
+    completed_when: str | None = None  # "this week" in "what did I finish this week?": not recorded, so said, not filtered
 
 
 _DELETE_WORDS = r"delete|remove|erase|get rid of|clear out"
@@ -106,6 +108,13 @@ _POINTED_AT_CHANGE = re.compile(
     rf"(?:{_DELETE_WORDS}|complete|finish|close|mark|move)\s+(?P<what>(?:it|them|that|this|those|these)"
     r"(?:\s+(?:one|ones|tasks?|to-?dos?))?)"
     r"(?=\s*(?:[?.!,]|$)|\s+(?:as|to|please|now|for me)\b|\s+(?:done|complete|completed|finished)\s*(?:[?.!,]|$))",
+    re.IGNORECASE,
+)
+# "What did I finish this week?", "what have I got done?": the completed tasks. When they were
+# completed is not recorded, so a time named here is said in the answer, not filtered on.
+_WHAT_WAS_DONE = re.compile(
+    r"\bwhat\s+(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get done|got done|gotten done|done)\b"
+    r"(?:.*?\b(?P<when>today|yesterday|(?:this|last|past) (?:week|month|year)|lately|recently|so far))?",
     re.IGNORECASE,
 )
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
@@ -189,6 +198,8 @@ def parse(text: str) -> Intent:
         return Intent("help")
     if is_knowledge_question(raw):
         return Intent("knowledge", search=raw)
+    if done := _WHAT_WAS_DONE.search(raw):
+        return Intent("tasks", status="completed", project_name=_project_name(raw), completed_when=done["when"])
     if pointed := _POINTED_AT_CHANGE.match(raw):
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):

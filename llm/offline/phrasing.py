@@ -38,6 +38,12 @@ def which_task(pointer: str) -> str:
     )
 
 
+def completion_time_unknown(when: str) -> str:
+    return (
+        f"Clarion doesn't record when a task was completed, so I can't tell which of these were completed {when}: here are all of them.\n\n"
+    )
+
+
 DUE_WORDS = {
     "overdue": "overdue",
     "today": "due today",

@@ -40,6 +40,11 @@ from llm.offline.intents import Intent, parse
         ("can you rename the note Retro to Launch retro?", Intent("cannot")),
         ("notes about the update", Intent("notes", search="update")),
         ("What can I work on today in Harbor?", Intent("tasks", status="open", project_name="Harbor")),
+        ("what should I finish first?", Intent("tasks", status="open")),
+        ("What should I focus on today?", Intent("tasks", status="open")),
+        ("what did I finish this week?", Intent("tasks", status="completed", completed_when="this week")),
+        ("What have I completed?", Intent("tasks", status="completed")),
+        ("what did we get done in Atlas yesterday?", Intent("tasks", status="completed", project_name="Atlas", completed_when="yesterday")),
     ],
 )
 def test_parse(text, expected):
