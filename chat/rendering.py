@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
@@ -177,6 +178,21 @@ class QuestionCard:
     @property
     def answered_count(self) -> int:
         return sum(1 for q in self.questions if not q.is_pending)
+
+    @property
+    def resolved_summary(self) -> str:
+        """A finished card's header: "3 questions answered", or what became of each kind
+        ("2 questions · 1 answered, 1 timed out"), never "answered" for ones that were not."""
+        set_aside = bool(self.group.payload.get("set_aside"))
+        words: dict[str, str] = {
+            PendingQuestion.Status.ANSWERED: "answered",
+            PendingQuestion.Status.TIMED_OUT: "timed out",
+            PendingQuestion.Status.CANCELLED: "cancelled" if set_aside or self.is_confirmation else "skipped",
+        }
+        counts = Counter(words.get(q.status, "") for q in self.questions)
+        if len(counts) == 1:
+            return f"{self.total} questions {next(iter(counts))}".rstrip()
+        return f"{self.total} questions · " + ", ".join(f"{counts[word]} {word}" for word in words.values() if counts[word])
 
     @property
     def resolved(self) -> list[PendingQuestion]:

@@ -228,3 +228,23 @@ async def test_resume_returns_the_card_with_its_clock_running(async_client, alic
     html = response.content.decode()
     assert response.status_code == 200 and f'id="question-{question.pk}"' in html and 'data-paused="0"' in html
     assert (await fresh(question)).paused_at is None
+
+
+def test_a_finished_cards_header_says_what_became_of_its_questions(alice):
+    def header(group) -> str:
+        html = rendering.question_group(QuestionGroup.objects.get(pk=group.pk))
+        return html.split('class="question-progress">', 1)[1].split("</span>", 1)[0]
+
+    answered = make_group(alice, n=2)
+    for q in answered.questions.order_by("position"):
+        services.answer(user=alice, question_id=q.pk, answer=AnswerInput(selected_indexes=[0]), via="option")
+    assert header(answered) == "2 questions answered"
+
+    mixed = make_group(alice, n=3)
+    services.answer(user=alice, question_id=mixed.questions.get(position=0).pk, answer=AnswerInput(selected_indexes=[1]), via="option")
+    services.skip_group(user=alice, group_id=mixed.pk)
+    assert header(mixed) == "3 questions · 1 answered, 2 skipped"
+
+    set_aside = make_group(alice, n=2)
+    services.skip_group(user=alice, group_id=set_aside.pk, set_aside=True)  # the person sent a new message instead
+    assert header(set_aside) == "2 questions cancelled"
