@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 STATUS_WORDS: list[tuple[str, str]] = [
+    (r"\bnot (?:yet )?(?:started|begun)\b|\bhaven[’']?t (?:i |we )?(?:yet )?(?:started|begun)\b", "todo"),  # before "started"
     (r"\bin[- ]progress\b|\bworking on\b|\bstarted\b|\bdoing\b|\bongoing\b|\bactive\b", "in_progress"),
     (r"\bcomplete(d)?\b|\bdone\b|\bfinished\b|\bclosed\b", "completed"),
     (r"\bto[- ]?dos?\b|\bopen\b|\bleft\b|\bremaining\b|\bpending\b|\bnot started\b|\boutstanding\b", "todo"),
@@ -99,6 +100,14 @@ _OTHER_CHANGE = re.compile(
     r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
     rf"(?:(?:{_DELETE_WORDS}|archive|unarchive|rename|edit|update|mark)\b"
     r"|(?:create|add|make|start|new)\b.*\bprojects?\b)",
+    re.IGNORECASE,
+)
+# Changes to tasks other than adding, completing, moving and deleting ("rename the task…", "set buy
+# milk to high priority", "start the task…", "mark buy milk as in progress"): refused in words.
+_OTHER_TASK_CHANGE = re.compile(
+    r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
+    r"(?:rename|edit|update|change|set(?!\s+up\b)|start|begin|reopen|re-open|reschedule|postpone|prioriti[sz]e|deprioriti[sz]e|assign|unassign"
+    r"|mark\b(?!.*\b(?:done|complete|completed|finished)\b))\b",
     re.IGNORECASE,
 )
 # "Mark it as done", "delete this task": a change to a task named only by a word pointing back at
@@ -204,6 +213,8 @@ def parse(text: str) -> Intent:
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):
         return write
+    if _OTHER_TASK_CHANGE.match(raw):
+        return Intent("cannot")
 
     mentions_notes = bool(re.search(r"\bnotes?\b", lower))
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\bwork(ing)? on\b|\b(?:over)?due\b", lower))
@@ -235,8 +246,9 @@ def parse(text: str) -> Intent:
         return Intent("cleanup", project_name=project_name)
     if mentions_tasks or status != "all":
         return Intent("tasks", status=status, search=search, project_name=project_name)
-    if mentions_projects and project_name:
-        return Intent("tasks", status=status, search=search, project_name=project_name)  # "what's in the Atlas project?"
+    if project_name and (mentions_projects or re.search(r"\b(?:everything|all|anything)\b|^what(?:'s| is) in\b", lower)):
+        # "What's in the Atlas project?", "show me everything in Harbor"
+        return Intent("tasks", status=status, search=search, project_name=project_name)
     if mentions_projects and (owns_projects or not _QUESTION.match(raw)):
         return Intent("projects")
     if _QUESTION.match(raw) or raw.endswith("?"):
@@ -278,7 +290,7 @@ def _write_intent(raw: str) -> Intent | None:
 
 _DUE_WINDOWS = [
     (r"\boverdue\b|\bpast due\b|\blate\b", "overdue"),
-    (r"\bdue\b.*\b(?:next|coming)\s+(?:7|seven)\s+days\b|\b(?:next|coming)\s+(?:7|seven)\s+days\b.*\bdue\b", "next_7_days"),
+    (r"\bdue\b.*\b(?:next|coming)\s+(?:7|seven)\s+days\b|\b(?:next|coming)\s+(?:7|seven)\s+days\b.*\bdue\b|\bdue soon\b", "next_7_days"),
     (r"\bdue\b.*\bthis week\b|\bthis week\b.*\bdue\b", "this_week"),
     (r"\bdue\b.*\bnext week\b|\bnext week\b.*\bdue\b", "next_week"),
     (r"\bdue\b.*\btoday\b|\btoday\b.*\bdue\b", "today"),

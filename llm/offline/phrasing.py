@@ -25,8 +25,9 @@ CAPABILITIES = (
 PRIORITY_WORDS = {"urgent": "urgent", "high": "high-priority", "medium": "medium-or-higher-priority"}
 
 CANNOT_CHANGE = (
-    "Offline I can add, complete, move and delete tasks and add notes, but I can't change or delete notes "
-    "or projects, so nothing was changed. With a model connected (`LLM_BASE_URL`) the assistant can."
+    "Offline I can add, complete, move and delete tasks and add notes; other changes (renaming, priorities, "
+    "due dates, starting a task, editing or deleting notes and projects) I can't make, so nothing was changed. "
+    "With a model connected (`LLM_BASE_URL`) the assistant can."
 )
 
 

@@ -122,7 +122,9 @@ async def test_anything_else_gets_an_honest_capability_answer(demo):
     assert calls == [] and "offline engine" in reply and "LLM_BASE_URL" in reply
 
 
-@pytest.mark.parametrize("text", ["delete my notes", "archive the Harbor project", "create a project called Garden"])
+@pytest.mark.parametrize(
+    "text", ["delete my notes", "archive the Harbor project", "create a project called Garden", "set buy milk to high priority"]
+)
 async def test_a_change_to_notes_or_projects_is_refused_in_words_and_writes_nothing(demo, text):
     from workspace.models import Note, Project
 

@@ -45,6 +45,17 @@ from llm.offline.intents import Intent, parse
         ("what did I finish this week?", Intent("tasks", status="completed", completed_when="this week")),
         ("What have I completed?", Intent("tasks", status="completed")),
         ("what did we get done in Atlas yesterday?", Intent("tasks", status="completed", project_name="Atlas", completed_when="yesterday")),
+        ("show tasks I have not started", Intent("tasks", status="todo")),
+        ("what haven't I started?", Intent("tasks", status="todo")),
+        ("show started tasks", Intent("tasks", status="in_progress")),
+        ("anything due soon?", Intent("tasks", due="next_7_days")),
+        ("show me everything in Harbor", Intent("tasks", project_name="Harbor")),
+        ("what is in Atlas?", Intent("tasks", project_name="Atlas")),
+        ("rename the task buy milk to buy oat milk", Intent("cannot")),
+        ("set buy milk to high priority", Intent("cannot")),
+        ("start the task buy milk", Intent("cannot")),
+        ("mark buy milk as in progress", Intent("cannot")),
+        ("please reschedule the venue task to Friday", Intent("cannot")),
     ],
 )
 def test_parse(text, expected):
