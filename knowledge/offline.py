@@ -56,6 +56,9 @@ TERMS_COVERED_WHOLE = 6
 COVERAGE_PER_TERM = 0.03
 LEAST_COVERAGE = 0.35
 SUPPORTED_COVERAGE = 0.8
+# A question of this many terms or fewer ("is my week busy?") is answered only from a section that
+# has every one of them: with so few, the rarest alone would carry the coverage.
+FEW_TERMS = 2
 RELATIVE_CUTOFF = 0.55
 SHORT_SECTION_CHARS = 600
 SECOND_SOURCE_SHARE = 0.3
@@ -336,11 +339,13 @@ def answer(
     asks = _Asks.of(question)
     needed = max(LEAST_COVERAGE, MIN_COVERAGE - COVERAGE_PER_TERM * max(0, len(wanted) - TERMS_COVERED_WHOLE))
     page_terms = [info.vocabulary | frozenset(terms(src[0])) for info, src in zip(analysed, sources, strict=True)]
+    page_titles = [frozenset(terms(src[0])) for src in sources]
 
     def qualifies(c: _Candidate) -> bool:
         section = analysed[c.source - 1].sections[c.section]
         return (
             c.coverage >= needed
+            and (len(wanted_set) > FEW_TERMS or wanted_set <= section.terms | section.context | page_titles[c.source - 1])
             and c.own >= MIN_OWN * needed / MIN_COVERAGE
             and (asks.value is None or bool(asks.value.search(c.piece.unit.text)))
             and (not asks.default or _DEFAULT in section.terms)

@@ -257,3 +257,20 @@ def test_words_that_frame_a_request_do_not_count_against_the_answer():
     guide = page("# Frameworks\n\n## Django\n\nFor Django, add the middleware of django-structlog to your settings.\n")
     draft = answer_from([guide, OTHER], "Is there any guidance or a best practice for Django?")
     assert "django-structlog" in draft.answer
+
+
+BUSY = [
+    ("Workers", "# Workers\n\n## Bursts\n\nWhen every worker is busy, a request waits for a free connection and then answers try again.\n"),
+    ("Links", "# Links\n\nA citation link opens its page without a login for a week after it was given.\n"),
+]
+
+
+def test_a_question_of_two_words_is_answered_only_where_both_are():
+    # With two words, the rarer one alone would carry the share a passage must cover.
+    corpus = Corpus.build([(t.lower(), t, c, "markdown") for t, c in BUSY])
+    silent = offline.answer(question="Is my week busy?", sources=BUSY, weights=corpus.weights("Is my week busy?"))
+    assert not silent.answered_from_sources
+    answered = offline.answer(
+        question="What if every worker is busy?", sources=BUSY, weights=corpus.weights("What if every worker is busy?")
+    )
+    assert "a request waits for a free connection" in answered.answer and answered.citations == [1]
