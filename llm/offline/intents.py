@@ -122,7 +122,8 @@ _POINTED_AT_CHANGE = re.compile(
 # "What did I finish this week?", "what have I got done?": the completed tasks. When they were
 # completed is not recorded, so a time named here is said in the answer, not filtered on.
 _WHAT_WAS_DONE = re.compile(
-    r"\bwhat\s+(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get done|got done|gotten done|done)\b"
+    r"\bwhat\s+(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get done|got done|gotten done|done"
+    r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|this week|last week)\b))\b"
     r"(?:.*?\b(?P<when>today|yesterday|(?:this|last|past) (?:week|month|year)|lately|recently|so far))?",
     re.IGNORECASE,
 )

@@ -44,6 +44,7 @@ from llm.offline.intents import Intent, parse
         ("What should I focus on today?", Intent("tasks", status="open")),
         ("what did I finish this week?", Intent("tasks", status="completed", completed_when="this week")),
         ("What have I completed?", Intent("tasks", status="completed")),
+        ("what did I do yesterday?", Intent("tasks", status="completed", completed_when="yesterday")),
         ("what did we get done in Atlas yesterday?", Intent("tasks", status="completed", project_name="Atlas", completed_when="yesterday")),
         ("show tasks I have not started", Intent("tasks", status="todo")),
         ("what haven't I started?", Intent("tasks", status="todo")),
