@@ -7,6 +7,7 @@ becomes a tool error the model can read and correct; it never raises out of the 
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import inspect
 import json
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Literal
 
 from channels.db import database_sync_to_async
 from django.utils import timezone
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from knowledge import services as knowledge
 from llm import ToolCall, ToolSpec
@@ -59,10 +60,21 @@ class QueryTasksArgs(_Args):
         "soonest first; "
         "completed tasks are left out unless status is 'completed'. The result says the user's date today.",
     )
+    completed: Literal["today", "yesterday", "this_week", "last_week", "last_7_days"] | None = Field(
+        None,
+        description="Only tasks completed in this window of the user's calendar (this_week: Monday to today; "
+        "last_week: Monday to Sunday), most recently completed first; not together with due.",
+    )
     priority_at_least: Literal["medium", "high", "urgent"] | None = Field(
         None, description="Only tasks of this priority or higher ('high': high and urgent)."
     )
     limit: int = Field(100, ge=1, le=500, description="Max results (default 100, max 500).")
+
+    @model_validator(mode="after")
+    def _one_date_window(self) -> QueryTasksArgs:
+        if self.due is not None and self.completed is not None:
+            raise ValueError("use either due or completed, not both")
+        return self
 
 
 class QueryNotesArgs(_Args):
@@ -137,8 +149,8 @@ def _project_ref(project: Project | None) -> dict | None:
     return None if project is None else {"id": project.pk, "name": project.name}
 
 
-def _task(task: Task) -> dict:
-    return {
+def _task(task: Task, zone: dt.tzinfo) -> dict:
+    row = {
         "id": task.pk,
         "title": task.title,
         "status": task.status,
@@ -146,6 +158,9 @@ def _task(task: Task) -> dict:
         "due_date": task.due_date.isoformat() if task.due_date else None,
         "project": _project_ref(task.project),
     }
+    if task.completed_at is not None:
+        row["completed_on"] = timezone.localdate(task.completed_at, timezone=zone).isoformat()  # the user's day
+    return row
 
 
 def _note(note: Note) -> dict:
@@ -163,29 +178,33 @@ def _note(note: Note) -> dict:
 def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
     user = ctx.user
     project_id = _owned_project_id(user, args.project_id)
-    window: workspace.DueWindow | None = None
-    if args.due is not None:
-        today = timezone.localdate(timezone=zoneinfo.ZoneInfo(ctx.time_zone))
-        window = workspace.due_window(name=args.due, today=today)
+    zone = zoneinfo.ZoneInfo(ctx.time_zone)
+    today = timezone.localdate(timezone=zone)
+    due = workspace.due_window(name=args.due, today=today) if args.due is not None else None
+    completed = workspace.completed_window(name=args.completed, today=today) if args.completed is not None else None
     page = workspace.tasks_for_user(
         user=user,
         status=args.status,
         project_id=project_id,
         search=args.search,
-        due=window,
+        due=due,
+        completed=completed,
+        time_zone=zone,
         priority_at_least=args.priority_at_least,
         limit=args.limit,
     )
-    found = {"tasks": [_task(t) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
-    if window is None:
+    found = {"tasks": [_task(t, zone) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
+    if due is not None:
+        found |= {"due_from": _day(due.first), "due_until": _day(due.last)}
+    elif completed is not None:
+        found |= {"completed_from": _day(completed.first), "completed_until": _day(completed.last)}
+    else:
         return found
-    return {
-        **found,
-        "today": today.isoformat(),
-        "time_zone": ctx.time_zone,
-        "due_from": window.first.isoformat() if window.first else None,
-        "due_until": window.last.isoformat() if window.last else None,
-    }
+    return {**found, "today": today.isoformat(), "time_zone": ctx.time_zone}
+
+
+def _day(day: dt.date | None) -> str | None:
+    return day.isoformat() if day else None
 
 
 def query_notes(ctx: ToolContext, args: QueryNotesArgs) -> dict:

@@ -14,11 +14,12 @@ class ProjectAdmin(admin.ModelAdmin):
 
 @admin.register(Task)
 class TaskAdmin(admin.ModelAdmin):
-    list_display = ["title", "owner", "project", "status", "priority", "due_date", "updated_at"]
+    list_display = ["title", "owner", "project", "status", "priority", "due_date", "completed_at", "updated_at"]
     list_filter = ["status", "priority"]
     search_fields = ["title", "owner__username"]
     list_select_related = ["owner", "project"]
     raw_id_fields = ["owner", "project"]
+    readonly_fields = ["completed_at"]  # kept by the status: set when completed, cleared when reopened
     date_hierarchy = "created_at"
 
 

@@ -277,12 +277,12 @@ def seed_demo_workspace(*, user: User) -> dict[str, int]:
 
     Does not check for existing content; the caller decides whether seeding is wanted.
     """
-    today = timezone.localdate()
+    today, now = timezone.localdate(), timezone.now()
     project_ids = {
         key: services.create_project(user=user, name=name, description=description).pk for key, (name, description) in PROJECTS.items()
     }
     for task in TASKS:
-        services.create_task(
+        created = services.create_task(
             user=user,
             title=task["title"],
             description=task.get("description", ""),
@@ -291,6 +291,10 @@ def seed_demo_workspace(*, user: User) -> dict[str, int]:
             priority=task["priority"],
             due_date=None if task["due"] is None else today + dt.timedelta(days=task["due"]),
         )
+        if task["status"] == "completed":
+            # Finished around when it was due (two days ago when it had no due date), never later than now.
+            days_ago = max(0, 2 if task["due"] is None else -task["due"])
+            services.backdate_completion(user=user, task_id=created.pk, completed_at=now - dt.timedelta(days=days_ago))
     for project_key, title, content in NOTES:
         services.create_note(user=user, title=title, content=content, project_id=project_ids[project_key] if project_key else None)
     return workspace_counts(user=user)

@@ -1,9 +1,12 @@
+from typing import Any
+
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.db.models import F
 from django.db.models.functions import Upper
+from django.utils import timezone
 
 
 def note_search_vector() -> SearchVector:
@@ -50,6 +53,8 @@ class Task(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.TODO)
     priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.MEDIUM)
     due_date = models.DateField(null=True, blank=True)
+    # When the task was last completed; None while it is not completed (see save()).
+    completed_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -67,6 +72,16 @@ class Task(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Keeps `completed_at` in step with the status on every save, the admin's included (the
+        services' UPDATEs set both together)."""
+        completed = self.status == self.Status.COMPLETED
+        if completed != (self.completed_at is not None):
+            self.completed_at = timezone.now() if completed else None
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "completed_at"}
+        super().save(*args, **kwargs)
 
 
 class Note(models.Model):

@@ -60,32 +60,48 @@ def project_for_user(*, user: User, project_id: int) -> Project:
 
 
 DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days")
+COMPLETED_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days")
 
 
 @dataclass(frozen=True)
-class DueWindow:
-    """Due dates from `first` to `last` (inclusive; None: open-ended), as days of the user's calendar."""
+class DayWindow:
+    """Days of the user's calendar from `first` to `last` (inclusive; None: open-ended)."""
 
     name: str
     first: dt.date | None
     last: dt.date | None
 
 
-def due_window(*, name: str, today: dt.date) -> DueWindow:
+def due_window(*, name: str, today: dt.date) -> DayWindow:
     """`today` is the user's date (in their time zone). "this_week" is Monday to Sunday of the
     week `today` falls in, "next_week" the one after it; "overdue" is everything due before today."""
     if name == "overdue":
-        return DueWindow(name, None, today - dt.timedelta(days=1))
+        return DayWindow(name, None, today - dt.timedelta(days=1))
     if name == "today":
-        return DueWindow(name, today, today)
+        return DayWindow(name, today, today)
     if name == "tomorrow":
-        return DueWindow(name, today + dt.timedelta(days=1), today + dt.timedelta(days=1))
+        return DayWindow(name, today + dt.timedelta(days=1), today + dt.timedelta(days=1))
     if name in ("this_week", "next_week"):
         monday = today - dt.timedelta(days=today.weekday()) + dt.timedelta(weeks=name == "next_week")
-        return DueWindow(name, monday, monday + dt.timedelta(days=6))
+        return DayWindow(name, monday, monday + dt.timedelta(days=6))
     if name == "next_7_days":
-        return DueWindow(name, today, today + dt.timedelta(days=6))
+        return DayWindow(name, today, today + dt.timedelta(days=6))
     raise ValueError(f"unknown due window {name!r}; one of {', '.join(DUE_WINDOWS)}")
+
+
+def completed_window(*, name: str, today: dt.date) -> DayWindow:
+    """`today` is the user's date. "this_week" is Monday to today, "last_week" the Monday to Sunday
+    before it, "last_7_days" today and the six days before."""
+    if name == "today":
+        return DayWindow(name, today, today)
+    if name == "yesterday":
+        return DayWindow(name, today - dt.timedelta(days=1), today - dt.timedelta(days=1))
+    if name in ("this_week", "last_week"):
+        monday = today - dt.timedelta(days=today.weekday()) - dt.timedelta(weeks=name == "last_week")
+        return DayWindow(name, monday, today if name == "this_week" else monday + dt.timedelta(days=6))
+    if name == "last_7_days":
+        return DayWindow(name, today - dt.timedelta(days=6), today)
+    raise ValueError(f"unknown completion window {name!r}; one of {', '.join(COMPLETED_WINDOWS)}")
 
 
 def tasks_for_user(
@@ -94,14 +110,19 @@ def tasks_for_user(
     status: str = "all",
     project_id: int | None = None,
     search: str | None = None,
-    due: DueWindow | None = None,
+    due: DayWindow | None = None,
+    completed: DayWindow | None = None,
+    time_zone: dt.tzinfo = dt.UTC,
     priority_at_least: str | None = None,
     limit: int = 100,
 ) -> Page[Task]:
     """status: a task status, "open" (not completed) or "all". priority_at_least: a priority, and
     only tasks of it or above ("high": high and urgent). With `due`: tasks due in that window,
     soonest first; completed ones only when `status` asks for them (what is due is what is still
-    to do)."""
+    to do). With `completed`: tasks completed on those days of `time_zone`'s calendar, the most
+    recently completed first."""
+    if due is not None and completed is not None:
+        raise ValueError("a listing is by due date or by completion date, not both")
     tasks = Task.objects.filter(owner=user).select_related("project")
     if status == "open":
         tasks = tasks.exclude(status=Task.Status.COMPLETED)
@@ -114,6 +135,13 @@ def tasks_for_user(
     if priority_at_least is not None:
         levels = Task.Priority.values  # lowest first
         tasks = tasks.filter(priority__in=levels[levels.index(priority_at_least) :])
+    if completed is not None:
+        tasks = tasks.filter(status=Task.Status.COMPLETED)
+        if completed.first is not None:
+            tasks = tasks.filter(completed_at__gte=dt.datetime.combine(completed.first, dt.time.min, tzinfo=time_zone))
+        if completed.last is not None:
+            tasks = tasks.filter(completed_at__lt=dt.datetime.combine(completed.last + dt.timedelta(days=1), dt.time.min, tzinfo=time_zone))
+        return _page(tasks.order_by("-completed_at", "-id"), limit=limit)
     if due is None:
         return _page(tasks.order_by("-created_at", "-id"), limit=limit)
     if status == "all":

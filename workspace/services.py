@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db import transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from project.users import User
@@ -83,12 +85,27 @@ def update_task(
     priority: str | None = None,
     due_date: dt.date | None = None,
 ) -> None:
-    fields = {"title": title, "description": description, "status": status, "priority": priority, "due_date": due_date}
-    _changed(Task, user=user, pk=task_id, **{k: v for k, v in fields.items() if v is not None})
+    fields = {"title": title, "description": description, "priority": priority, "due_date": due_date}
+    status_fields = _status(status) if status is not None else {}
+    _changed(Task, user=user, pk=task_id, **{k: v for k, v in fields.items() if v is not None}, **status_fields)
 
 
 def complete_task(*, user: User, task_id: int) -> None:
-    _changed(Task, user=user, pk=task_id, status=Task.Status.COMPLETED)
+    _changed(Task, user=user, pk=task_id, **_status(Task.Status.COMPLETED))
+
+
+def backdate_completion(*, user: User, task_id: int, completed_at: dt.datetime) -> None:
+    """Work finished before it was entered (the demo workspace's): when a completed task was done.
+    DoesNotExist, and nothing written, unless the task is the user's and completed."""
+    if not Task.objects.filter(owner=user, pk=task_id, status=Task.Status.COMPLETED).update(completed_at=completed_at):
+        raise Task.DoesNotExist(f"No completed task {task_id}.")
+
+
+def _status(status: str) -> dict[str, object]:
+    """A status as one UPDATE writes it, with its completion time: kept when the task was completed
+    already, set now when it becomes completed, cleared when it stops being completed."""
+    completed_at = Coalesce(F("completed_at"), Value(timezone.now())) if status == Task.Status.COMPLETED else None
+    return {"status": status, "completed_at": completed_at}
 
 
 @transaction.atomic

@@ -155,14 +155,14 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
             "project_id": project_id,
             "search": intent.search,
             "due": intent.due,
+            "completed": intent.completed,
             "priority_at_least": intent.priority,
             "limit": 50,
         }
         return "query_tasks", _without_none(query)
     if intent.kind == "cleanup":
         return phrasing.cleanup_answer(steps[-1].result, project_name=project_name)
-    answer = phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
-    return phrasing.completion_time_unknown(intent.completed_when) + answer if intent.completed_when else answer
+    return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
 
 
 def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:

@@ -59,7 +59,7 @@ class Intent:
     title: str | None = None  # create_*: what to call it
     due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS
     priority: str | None = None  # tasks/count_tasks: this priority or higher ("high", "urgent")
-    completed_when: str | None = None  # "this week" in "what did I finish this week?": not recorded, so said, not filtered
+    completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.COMPLETED_WINDOWS
 
 
 _DELETE_WORDS = r"delete|remove|erase|get rid of|clear out"
@@ -110,6 +110,15 @@ _OTHER_TASK_CHANGE = re.compile(
     r"|mark\b(?!.*\b(?:done|complete|completed|finished)\b))\b",
     re.IGNORECASE,
 )
+_COMPLETED_WINDOWS = {
+    "today": "today",
+    "yesterday": "yesterday",
+    "this week": "this_week",
+    "last week": "last_week",
+    "past week": "last_7_days",
+    "lately": "last_7_days",
+    "recently": "last_7_days",
+}
 # "Mark it as done", "delete this task": a change to a task named only by a word pointing back at
 # the conversation, which the offline engine does not read.
 _POINTED_AT_CHANGE = re.compile(
@@ -119,12 +128,11 @@ _POINTED_AT_CHANGE = re.compile(
     r"(?=\s*(?:[?.!,]|$)|\s+(?:as|to|please|now|for me)\b|\s+(?:done|complete|completed|finished)\s*(?:[?.!,]|$))",
     re.IGNORECASE,
 )
-# "What did I finish this week?", "what have I got done?": the completed tasks. When they were
-# completed is not recorded, so a time named here is said in the answer, not filtered on.
+# "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
 _WHAT_WAS_DONE = re.compile(
     r"\bwhat\s+(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get done|got done|gotten done|done"
     r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|this week|last week)\b))\b"
-    r"(?:.*?\b(?P<when>today|yesterday|(?:this|last|past) (?:week|month|year)|lately|recently|so far))?",
+    r"(?:.*?\b(?P<when>today|yesterday|(?:this|last|past) week|lately|recently))?",
     re.IGNORECASE,
 )
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
@@ -209,7 +217,8 @@ def parse(text: str) -> Intent:
     if is_knowledge_question(raw):
         return Intent("knowledge", search=raw)
     if done := _WHAT_WAS_DONE.search(raw):
-        return Intent("tasks", status="completed", project_name=_project_name(raw), completed_when=done["when"])
+        when = (done["when"] or "").lower()
+        return Intent("tasks", status="completed", project_name=_project_name(raw), completed=_COMPLETED_WINDOWS.get(when))
     if pointed := _POINTED_AT_CHANGE.match(raw):
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):

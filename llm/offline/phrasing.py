@@ -39,12 +39,6 @@ def which_task(pointer: str) -> str:
     )
 
 
-def completion_time_unknown(when: str) -> str:
-    return (
-        f"Clarion doesn't record when a task was completed, so I can't tell which of these were completed {when}: here are all of them.\n\n"
-    )
-
-
 DUE_WORDS = {
     "overdue": "overdue",
     "today": "due today",
@@ -55,10 +49,22 @@ DUE_WORDS = {
 }
 
 
-def task_noun(*, status: object = "all", priority_at_least: object = None, due: object = None) -> str:
-    """The tasks a query_tasks filter picks, in words: "in-progress tasks", "urgent tasks due today".
-    Unknown values (a model's arguments are read here too) are left out rather than guessed."""
+COMPLETED_WORDS = {
+    "today": "completed today",
+    "yesterday": "completed yesterday",
+    "this_week": "completed this week",
+    "last_week": "completed last week",
+    "last_7_days": "completed in the last 7 days",
+}
+
+
+def task_noun(*, status: object = "all", priority_at_least: object = None, due: object = None, completed: object = None) -> str:
+    """The tasks a query_tasks filter picks, in words: "in-progress tasks", "urgent tasks due today",
+    "tasks completed this week". Unknown values (a model's arguments are read here too) are left
+    out rather than guessed."""
     priority = PRIORITY_WORDS.get(str(priority_at_least), "")
+    if str(completed) in COMPLETED_WORDS:
+        return " ".join(filter(None, [priority, "tasks", COMPLETED_WORDS[str(completed)]]))
     # What is urgent is open unless said otherwise: "urgent tasks", not "open urgent tasks".
     label = "" if status == "open" and priority else STATUS_LABEL.get(str(status), "")
     if due == "overdue":  # an adjective: "overdue to-do tasks"
@@ -71,8 +77,10 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
     filters = result.get("filters", {})
     status = filters.get("status", "all")
     where = scope(project_name, search)
-    noun = task_noun(status=status, priority_at_least=filters.get("priority_at_least"), due=filters.get("due"))
-    noun += _window(result) if filters.get("due") in DUE_WORDS else ""
+    noun = task_noun(
+        status=status, priority_at_least=filters.get("priority_at_least"), due=filters.get("due"), completed=filters.get("completed")
+    )
+    noun += _window(result)
     if not tasks:
         return f"You have no {noun}{where}."
     lines = [f"Here are your {noun}{where} ({result['total']}):", ""]
@@ -165,8 +173,9 @@ def scope(project_name: str | None, search: str | None) -> str:
 
 
 def _window(result: dict) -> str:
-    """ " (Mon Nov 23 – Sun Nov 29)": the days a due-date answer covers, in the person's calendar."""
-    first, last = result.get("due_from"), result.get("due_until")
+    """ " (Mon Nov 23 – Sun Nov 29)": the days a due-date or completion-date answer covers, in the
+    person's calendar."""
+    first, last = result.get("due_from") or result.get("completed_from"), result.get("due_until") or result.get("completed_until")
     if not first or not last or first == last:
         return ""
     a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
@@ -183,6 +192,9 @@ def _task_line(task: dict, *, show_status: bool, today: dt.date | None = None) -
         details.append(f"{task['priority']} priority")
     if task.get("due_date"):
         details.append(_due(task["due_date"], done=task["status"] == "completed", today=today))
+    if task.get("completed_on"):
+        done = dt.date.fromisoformat(task["completed_on"])
+        details.append(f"completed {done:%b} {done.day}")
     return f"- **{task['title']}**" + (f" — {' · '.join(details)}" if details else "")
 
 

@@ -34,19 +34,19 @@ def zone_whose_date_is_not_utcs() -> tuple[str, dt.date]:
 
 def test_due_windows_in_the_persons_calendar():
     wednesday = dt.date(2026, 11, 25)
-    assert selectors.due_window(name="today", today=wednesday) == selectors.DueWindow("today", wednesday, wednesday)
-    assert selectors.due_window(name="this_week", today=wednesday) == selectors.DueWindow(
+    assert selectors.due_window(name="today", today=wednesday) == selectors.DayWindow("today", wednesday, wednesday)
+    assert selectors.due_window(name="this_week", today=wednesday) == selectors.DayWindow(
         "this_week", dt.date(2026, 11, 23), dt.date(2026, 11, 29)
     )
     assert selectors.due_window(name="next_7_days", today=wednesday).last == dt.date(2026, 12, 1)
     tomorrow = dt.date(2026, 11, 26)
-    assert selectors.due_window(name="tomorrow", today=wednesday) == selectors.DueWindow("tomorrow", tomorrow, tomorrow)
-    assert selectors.due_window(name="next_week", today=wednesday) == selectors.DueWindow(
+    assert selectors.due_window(name="tomorrow", today=wednesday) == selectors.DayWindow("tomorrow", tomorrow, tomorrow)
+    assert selectors.due_window(name="next_week", today=wednesday) == selectors.DayWindow(
         "next_week", dt.date(2026, 11, 30), dt.date(2026, 12, 6)
     )
     sunday = dt.date(2026, 11, 29)  # the last day of a week: next week is still the one after it
     assert selectors.due_window(name="next_week", today=sunday).first == dt.date(2026, 11, 30)
-    assert selectors.due_window(name="overdue", today=wednesday) == selectors.DueWindow("overdue", None, dt.date(2026, 11, 24))
+    assert selectors.due_window(name="overdue", today=wednesday) == selectors.DayWindow("overdue", None, dt.date(2026, 11, 24))
     with pytest.raises(ValueError):
         selectors.due_window(name="someday", today=wednesday)
 

@@ -72,14 +72,6 @@ async def test_whats_urgent_lists_the_open_urgent_tasks_and_counts_them(demo):
     assert reply == f"You have **{len(expected)}** open urgent {'task' if len(expected) == 1 else 'tasks'}."
 
 
-async def test_what_did_i_finish_this_week_lists_the_completed_tasks_and_says_it_cannot_tell_when(demo):
-    reply, calls = await answer(demo, "What did I finish this week?")
-    assert calls == [{"tool": "query_tasks", "status": "completed", "limit": 50}]
-    assert reply.startswith("Clarion doesn't record when a task was completed, so I can't tell which of these were completed this week")
-    expected = await titles(demo, status="completed")
-    assert f"completed tasks ({len(expected)})" in reply and all(title in reply for title in expected)
-
-
 async def test_tasks_in_a_project_resolves_the_project_first(demo):
     reply, calls = await answer(demo, "show my tasks in Atlas")
     assert [c["tool"] for c in calls] == ["query_projects", "query_tasks"]

@@ -23,6 +23,7 @@ def sentence(name: str, arguments: object) -> str:
         ({"status": "all", "due": "tomorrow", "limit": 100}, "Looked at up to 100 tasks due tomorrow"),
         ({"status": "todo", "due": "overdue", "project_id": 3}, "Looked at up to 100 overdue to-do tasks in one project"),
         ({"status": "completed", "limit": 1}, "Looked at your completed tasks"),
+        ({"completed": "this_week", "limit": 50}, "Looked at up to 50 tasks completed this week"),
         ({"search": "design", "priority_at_least": "medium"}, "Looked at up to 100 medium-or-higher-priority tasks matching “design”"),
     ],
 )

@@ -1,0 +1,156 @@
+"""When a task was completed: kept by every write, and asked for by day ("what did I finish this week?")
+in the person's calendar, through the query tool and offline."""
+
+import datetime as dt
+import json
+import zoneinfo
+
+import pytest
+from channels.db import database_sync_to_async
+from django.test import Client
+from django.utils import timezone
+
+from chat import agent, services, tools
+from chat.models import Message
+from llm import ToolCall
+from workspace import operations, selectors
+from workspace import services as workspace_services
+from workspace.models import Task
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def completed_at(task_id: int) -> dt.datetime | None:
+    return Task.objects.get(pk=task_id).completed_at
+
+
+def completed_task(user, title: str, when: dt.datetime) -> Task:
+    task = workspace_services.create_task(user=user, title=title, status="completed")
+    workspace_services.backdate_completion(user=user, task_id=task.pk, completed_at=when)
+    return task
+
+
+def test_completing_records_the_time_once_and_reopening_clears_it(alice):
+    task = workspace_services.create_task(user=alice, title="Write the report")
+    assert task.completed_at is None
+    before = timezone.now()
+    workspace_services.complete_task(user=alice, task_id=task.pk)
+    first = completed_at(task.pk)
+    assert first is not None and first >= before
+    workspace_services.complete_task(user=alice, task_id=task.pk)  # completed again: still when it was first done
+    workspace_services.update_task(user=alice, task_id=task.pk, status="completed", title="Write the final report")
+    assert completed_at(task.pk) == first
+    workspace_services.update_task(user=alice, task_id=task.pk, status="in_progress")
+    assert completed_at(task.pk) is None
+    workspace_services.update_task(user=alice, task_id=task.pk, priority="high")  # no status: left alone
+    assert completed_at(task.pk) is None
+    created = workspace_services.create_task(user=alice, title="Done already", status="completed")
+    assert created.completed_at is not None and completed_at(created.pk) == created.completed_at
+
+
+def test_a_confirmed_operation_and_an_admin_edit_keep_the_completion_time(alice, admin_user):
+    task = workspace_services.create_task(user=alice, title="Ship it")
+    operations.apply(user=alice, operations=[{"op": "complete_task", "task_id": task.pk}])
+    assert completed_at(task.pk) is not None
+
+    client = Client()
+    client.force_login(admin_user)
+    form = {"owner": alice.pk, "title": "Ship it", "description": "", "status": "todo", "priority": "medium", "due_date": ""}
+    response = client.post(f"/admin/workspace/task/{task.pk}/change/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert completed_at(task.pk) is None
+    client.post(f"/admin/workspace/task/{task.pk}/change/", form | {"status": "completed"})
+    assert completed_at(task.pk) is not None
+
+
+def test_completion_windows_in_the_persons_calendar():
+    wednesday = dt.date(2026, 11, 25)
+    window = selectors.completed_window
+    assert window(name="today", today=wednesday) == selectors.DayWindow("today", wednesday, wednesday)
+    assert window(name="yesterday", today=wednesday) == selectors.DayWindow("yesterday", dt.date(2026, 11, 24), dt.date(2026, 11, 24))
+    assert window(name="this_week", today=wednesday) == selectors.DayWindow("this_week", dt.date(2026, 11, 23), wednesday)
+    assert window(name="last_week", today=wednesday) == selectors.DayWindow("last_week", dt.date(2026, 11, 16), dt.date(2026, 11, 22))
+    assert window(name="last_7_days", today=wednesday) == selectors.DayWindow("last_7_days", dt.date(2026, 11, 19), wednesday)
+    with pytest.raises(ValueError, match="unknown completion window"):
+        window(name="someday", today=wednesday)
+
+
+def test_tasks_completed_in_a_window_most_recent_first_in_the_persons_time_zone(alice, bob):
+    zone = zoneinfo.ZoneInfo("Pacific/Kiritimati")  # UTC+14
+    monday = dt.date(2026, 11, 23)
+
+    def at(day: dt.date, hour: int) -> dt.datetime:
+        return dt.datetime.combine(day, dt.time(hour), tzinfo=zone)
+
+    for title, when in [
+        ("sunday night", at(monday - dt.timedelta(days=1), 23)),  # last week in their calendar, Monday in UTC's
+        ("monday morning", at(monday, 0)),
+        ("tuesday", at(monday + dt.timedelta(days=1), 12)),
+        ("wednesday", at(monday + dt.timedelta(days=2), 9)),
+    ]:
+        completed_task(alice, title, when)
+    completed_task(bob, "bob's", at(monday, 10))
+    still_open = workspace_services.create_task(user=alice, title="still open")
+    with pytest.raises(Task.DoesNotExist):  # only a completed task has a completion time
+        workspace_services.backdate_completion(user=alice, task_id=still_open.pk, completed_at=at(monday, 10))
+    assert completed_at(still_open.pk) is None
+
+    def titles(name: str, **kw) -> list[str]:
+        window = selectors.completed_window(name=name, today=monday + dt.timedelta(days=2))
+        return [t.title for t in selectors.tasks_for_user(user=alice, completed=window, time_zone=zone, **kw).items]
+
+    assert titles("this_week") == ["wednesday", "tuesday", "monday morning"]
+    assert titles("last_week") == ["sunday night"]
+    assert titles("yesterday") == ["tuesday"]
+    assert titles("this_week", search="tues") == ["tuesday"]
+    with pytest.raises(ValueError, match="not both"):
+        selectors.tasks_for_user(user=alice, completed=selectors.completed_window(name="today", today=monday),
+                                 due=selectors.due_window(name="today", today=monday))  # fmt: skip
+
+
+def tool_context(user, conversation_id, time_zone="UTC") -> tools.ToolContext:
+    return tools.ToolContext(user=user, conversation_id=conversation_id, tool_call_id="c1", in_reply_to_id=0, timeouts=None,
+                             time_zone=time_zone)  # fmt: skip
+
+
+async def test_the_query_tool_lists_what_was_completed_this_week_with_each_tasks_day(alice):
+    zone = "Pacific/Kiritimati"
+    today = timezone.localdate(timezone=zoneinfo.ZoneInfo(zone))
+    now = timezone.now()
+    for title, days_ago in [("today's", 0), ("a month ago", 30)]:
+        await database_sync_to_async(completed_task)(alice, title, now - dt.timedelta(days=days_ago))
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    ctx = tool_context(alice, conversation.pk, zone)
+    call = ToolCall(id="c1", name="query_tasks", arguments=json.dumps({"completed": "this_week"}))
+    result = json.loads((await tools.execute(ctx=ctx, call=call)).content)
+    assert [t["title"] for t in result["tasks"]] == ["today's"]
+    assert result["tasks"][0]["completed_on"] == today.isoformat()
+    monday = today - dt.timedelta(days=today.weekday())
+    assert (result["completed_from"], result["completed_until"], result["time_zone"]) == (monday.isoformat(), today.isoformat(), zone)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [({"completed": "someday"}, "completed"), ({"completed": "today", "due": "today"}, "either due or completed")],
+)
+async def test_a_bad_completion_window_is_a_tool_error_the_model_can_correct(alice, arguments, field):
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    ctx = tool_context(alice, conversation.pk)
+    result = await tools.execute(ctx=ctx, call=ToolCall(id="c1", name="query_tasks", arguments=json.dumps(arguments)))
+    assert result.is_error and field in result.content
+
+
+async def test_what_did_i_finish_this_week_offline_lists_only_this_weeks(alice):
+    now = timezone.now()
+    for title, days_ago in [("Send the invoice", 0), ("Old chore", 30)]:
+        await database_sync_to_async(completed_task)(alice, title, now - dt.timedelta(days=days_ago))
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Open thing")
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    await database_sync_to_async(services.post_user_message)(
+        user=alice, conversation_id=conversation.pk, content="What did I finish this week?"
+    )
+    await agent.run_pending_turns(conversation.pk)
+    reply = await database_sync_to_async(lambda: Message.objects.filter(conversation=conversation, role="assistant").last())()
+    assert reply.content.startswith("Here are your tasks completed this week")
+    assert "Send the invoice" in reply.content and "completed " in reply.content
+    assert "Old chore" not in reply.content and "Open thing" not in reply.content
