@@ -53,7 +53,7 @@ class Task(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.TODO)
     priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.MEDIUM)
     due_date = models.DateField(null=True, blank=True)
-    # When the task was last completed; None while it is not completed (see save()).
+    # When the task became completed; None while it is not completed (see save()).
     completed_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -13,7 +13,7 @@ STATUS_WORDS: list[tuple[str, str]] = [
     (r"\bnot (?:yet )?(?:started|begun)\b|\bhaven[’']?t (?:i |we )?(?:yet )?(?:started|begun)\b", "todo"),  # before "started"
     (r"\bin[- ]progress\b|\bworking on\b|\bstarted\b|\bdoing\b|\bongoing\b|\bactive\b", "in_progress"),
     (r"\bcomplete(d)?\b|\bdone\b|\bfinished\b|\bclosed\b", "completed"),
-    (r"\bto[- ]?dos?\b|\bopen\b|\bleft\b|\bremaining\b|\bpending\b|\bnot started\b|\boutstanding\b", "todo"),
+    (r"\bto[- ]?dos?\b|\bopen\b|\bleft\b|\bremaining\b|\bpending\b|\boutstanding\b", "todo"),
 ]
 # Words that end a quoted-less search phrase ("notes about the launch in Atlas").
 _PHRASE_STOP = r"(?=\s+(?:in|for|from|under)\s+(?:the\s+)?(?:project\s+)?[A-Z]|[?.!,]|$)"
