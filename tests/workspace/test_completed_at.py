@@ -154,3 +154,22 @@ async def test_what_did_i_finish_this_week_offline_lists_only_this_weeks(alice):
     assert reply.content.startswith("Here are your tasks completed this week")
     assert "Send the invoice" in reply.content and "completed " in reply.content
     assert "Old chore" not in reply.content and "Open thing" not in reply.content
+
+
+def test_tasks_completed_before_the_upgrade_take_their_last_change_as_their_completion_time(alice):
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    before = ("workspace", "0002_owner_leading_search_indexes")
+    executor = MigrationExecutor(connection)
+    executor.migrate([before])
+    try:
+        old_task = executor.loader.project_state([before]).apps.get_model("workspace", "Task")
+        done = old_task.objects.create(owner_id=alice.pk, title="Done long ago", status="completed")
+        open_task = old_task.objects.create(owner_id=alice.pk, title="Still open", status="todo")
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())  # back to where every other test expects it
+    assert Task.objects.get(pk=done.pk).completed_at == done.updated_at
+    assert Task.objects.get(pk=open_task.pk).completed_at is None
