@@ -34,8 +34,8 @@ CANNOT_CHANGE = (
 def which_task(pointer: str) -> str:
     """A change to "it" or "this task": the offline engine reads each message on its own."""
     return (
-        f"Offline I read each message on its own, so I can't tell which tasks “{pointer}” means, and nothing was changed. "
-        "Name them, for example “mark buy milk as done”, “delete the task buy milk” or “move the design tasks to Atlas”."
+        f"Offline I read each message on its own, so I can't tell what “{pointer}” refers to, and nothing was changed. "
+        "Name the tasks, for example “mark buy milk as done”, “delete the task buy milk” or “move the design tasks to Atlas”."
     )
 
 

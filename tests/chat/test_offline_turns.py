@@ -133,7 +133,7 @@ async def test_a_change_to_notes_or_projects_is_refused_in_words_and_writes_noth
 async def test_a_change_to_it_asks_for_the_task_by_name_and_writes_nothing(demo, text):
     before = await titles(demo, status="completed")
     reply, calls = await answer(demo, text)
-    assert calls == [] and "can't tell which tasks" in reply and "nothing was changed" in reply
+    assert calls == [] and "can't tell what “" in reply and "nothing was changed" in reply
     assert "mark buy milk as done" in reply  # how to say it so it works
     assert await titles(demo, status="completed") == before and await database_sync_to_async(Task.objects.count)() == 80
 
