@@ -60,10 +60,10 @@ class QueryTasksArgs(_Args):
         "soonest first; "
         "completed tasks are left out unless status is 'completed'. The result says the user's date today.",
     )
-    completed: Literal["today", "yesterday", "this_week", "last_week", "last_7_days"] | None = Field(
+    completed: Literal["today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month"] | None = Field(
         None,
         description="Only tasks completed in this window of the user's calendar (this_week: Monday to today; "
-        "last_week: Monday to Sunday), most recently completed first; not together with due.",
+        "last_week: Monday to Sunday; this_month: the 1st to today), most recently completed first; not together with due.",
     )
     priority_at_least: Literal["medium", "high", "urgent"] | None = Field(
         None, description="Only tasks of this priority or higher ('high': high and urgent)."

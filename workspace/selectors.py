@@ -60,7 +60,7 @@ def project_for_user(*, user: User, project_id: int) -> Project:
 
 
 DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days")
-COMPLETED_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days")
+COMPLETED_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month")
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ def due_window(*, name: str, today: dt.date) -> DayWindow:
 
 def completed_window(*, name: str, today: dt.date) -> DayWindow:
     """`today` is the user's date. "this_week" is Monday to today, "last_week" the Monday to Sunday
-    before it, "last_7_days" today and the six days before."""
+    before it, "last_7_days" today and the six days before; "this_month" the 1st to today,
+    "last_month" the whole month before."""
     if name == "today":
         return DayWindow(name, today, today)
     if name == "yesterday":
@@ -101,6 +102,11 @@ def completed_window(*, name: str, today: dt.date) -> DayWindow:
         return DayWindow(name, monday, today if name == "this_week" else monday + dt.timedelta(days=6))
     if name == "last_7_days":
         return DayWindow(name, today - dt.timedelta(days=6), today)
+    if name == "this_month":
+        return DayWindow(name, today.replace(day=1), today)
+    if name == "last_month":
+        last = today.replace(day=1) - dt.timedelta(days=1)
+        return DayWindow(name, last.replace(day=1), last)
     raise ValueError(f"unknown completion window {name!r}; one of {', '.join(COMPLETED_WINDOWS)}")
 
 

@@ -118,6 +118,8 @@ _COMPLETED_WINDOWS = {
     "past week": "last_7_days",
     "lately": "last_7_days",
     "recently": "last_7_days",
+    "this month": "this_month",
+    "last month": "last_month",
 }
 # "Mark it as done", "delete this task": a change to a task named only by a word pointing back at
 # the conversation, which the offline engine does not read.
@@ -131,8 +133,8 @@ _POINTED_AT_CHANGE = re.compile(
 # "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
 _WHAT_WAS_DONE = re.compile(
     r"\bwhat\s+(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get done|got done|gotten done|done"
-    r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|this week|last week)\b))\b"
-    r"(?:.*?\b(?P<when>today|yesterday|(?:this|last|past) week|lately|recently))?",
+    r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|(?:this|last) (?:week|month))\b))\b"
+    r"(?:.*?\b(?P<when>today|yesterday|(?:this|last|past) week|(?:this|last) month|lately|recently))?",
     re.IGNORECASE,
 )
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.

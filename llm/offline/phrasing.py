@@ -55,6 +55,8 @@ COMPLETED_WORDS = {
     "this_week": "completed this week",
     "last_week": "completed last week",
     "last_7_days": "completed in the last 7 days",
+    "this_month": "completed this month",
+    "last_month": "completed last month",
 }
 
 

@@ -45,6 +45,7 @@ from llm.offline.intents import Intent, parse
         ("what did I finish this week?", Intent("tasks", status="completed", completed="this_week")),
         ("What have I completed?", Intent("tasks", status="completed")),
         ("what did I do yesterday?", Intent("tasks", status="completed", completed="yesterday")),
+        ("What did I finish last month?", Intent("tasks", status="completed", completed="last_month")),
         ("what did we get done in Atlas yesterday?", Intent("tasks", status="completed", project_name="Atlas", completed="yesterday")),
         ("show tasks I have not started", Intent("tasks", status="todo")),
         ("what haven't I started?", Intent("tasks", status="todo")),

@@ -71,6 +71,10 @@ def test_completion_windows_in_the_persons_calendar():
     assert window(name="this_week", today=wednesday) == selectors.DayWindow("this_week", dt.date(2026, 11, 23), wednesday)
     assert window(name="last_week", today=wednesday) == selectors.DayWindow("last_week", dt.date(2026, 11, 16), dt.date(2026, 11, 22))
     assert window(name="last_7_days", today=wednesday) == selectors.DayWindow("last_7_days", dt.date(2026, 11, 19), wednesday)
+    assert window(name="this_month", today=wednesday) == selectors.DayWindow("this_month", dt.date(2026, 11, 1), wednesday)
+    assert window(name="last_month", today=wednesday) == selectors.DayWindow("last_month", dt.date(2026, 10, 1), dt.date(2026, 10, 31))
+    january = dt.date(2027, 1, 5)  # last month is in last year
+    assert window(name="last_month", today=january) == selectors.DayWindow("last_month", dt.date(2026, 12, 1), dt.date(2026, 12, 31))
     with pytest.raises(ValueError, match="unknown completion window"):
         window(name="someday", today=wednesday)
 
