@@ -286,14 +286,14 @@ def answer(
     asks_for_a_switch = bool(_ASKS_FOR_A_SWITCH.search(question))
     asks_default = _DEFAULT in wanted
     wanted_set = frozenset(wanted)
+    page_titles = [frozenset(terms(src[0])) for src in sources]
 
     def mass(found: Iterable[str]) -> float:
         return sum(weight[t] for t in found)
 
     candidates: list[_Candidate] = []
     section_cover: dict[tuple[int, int], float] = {}
-    for number, (src, info) in enumerate(zip(sources, analysed, strict=True), start=1):
-        title_terms = frozenset(terms(src[0]))
+    for number, (info, title_terms) in enumerate(zip(analysed, page_titles, strict=True), start=1):
         intro = min(info.sections, default=None)
         for key, section in info.sections.items():
             context = section.context | title_terms
@@ -338,8 +338,7 @@ def answer(
                 candidates.append(_Candidate(score, coverage, own, number, key, piece))
     asks = _Asks.of(question)
     needed = max(LEAST_COVERAGE, MIN_COVERAGE - COVERAGE_PER_TERM * max(0, len(wanted) - TERMS_COVERED_WHOLE))
-    page_terms = [info.vocabulary | frozenset(terms(src[0])) for info, src in zip(analysed, sources, strict=True)]
-    page_titles = [frozenset(terms(src[0])) for src in sources]
+    page_terms = [info.vocabulary | title for info, title in zip(analysed, page_titles, strict=True)]
 
     def qualifies(c: _Candidate) -> bool:
         section = analysed[c.source - 1].sections[c.section]
@@ -360,7 +359,7 @@ def answer(
     best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
     chosen = _from_section(best, candidates, analysed, max_units=max_units, how_to=how_to)
     section = analysed[best.source - 1].sections[best.section]
-    covered = set(wanted) & (section.terms | section.context | frozenset(terms(sources[best.source - 1][0])))
+    covered = set(wanted) & (section.terms | section.context | page_titles[best.source - 1])
     missing = set(wanted) - covered
     if mass(missing) >= SECOND_SOURCE_SHARE * total:
         # Only a piece that brings most of what is missing: a stray shared word is not the other half.
