@@ -95,21 +95,32 @@ _PRIORITIES = [
     (r"\burgent\b|\basap\b", "urgent"),
     (r"\bhigh[- ]priority\b|\bpriority is high\b|\bare high priority\b|\bimportant\b|\btop priority\b", "high"),
 ]
+# How a request for a change may open: "please …", "could you …", "I want to …".
+_POLITELY = r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
 # Changes to notes and projects other than adding a note: offline, these are refused in words.
 _OTHER_CHANGE = re.compile(
-    r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
-    rf"(?:(?:{_DELETE_WORDS}|archive|unarchive|rename|edit|update|mark)\b"
+    _POLITELY + rf"(?:(?:{_DELETE_WORDS}|archive|unarchive|rename|edit|update|mark)\b"
     r"|(?:create|add|make|start|new)\b.*\bprojects?\b)",
     re.IGNORECASE,
 )
 # Changes to tasks other than adding, completing, moving and deleting ("rename the task…", "set buy
 # milk to high priority", "start the task…", "mark buy milk as in progress"): refused in words.
 _OTHER_TASK_CHANGE = re.compile(
-    r"^(?:please\s+|(?:can|could|would) you\s+|i (?:want|need) to\s+)?"
-    r"(?:rename|edit|update|change|set(?!\s+up\b)|start|begin|reopen|re-open|reschedule|postpone|prioriti[sz]e|deprioriti[sz]e|assign|unassign"
+    _POLITELY
+    + r"(?:rename|edit|update|change|set(?!\s+up\b)|start|begin|reopen|re-open|reschedule|postpone|prioriti[sz]e|deprioriti[sz]e|assign|unassign"
     r"|mark\b(?!.*\b(?:done|complete|completed|finished)\b))\b",
     re.IGNORECASE,
 )
+# "Mark it as done", "delete this task": a change to a task named only by a word pointing back at
+# the conversation, which the offline engine does not read.
+_POINTED_AT_CHANGE = re.compile(
+    r"^(?:please\s+|(?:can|could|would) you\s+)?"
+    rf"(?:{_DELETE_WORDS}|complete|finish|close|mark|move)\s+(?P<what>(?:it|them|that|this|those|these)"
+    r"(?:\s+(?:one|ones|tasks?|to-?dos?))?)"
+    r"(?=\s*(?:[?.!,]|$)|\s+(?:as|to|please|now|for me)\b|\s+(?:done|complete|completed|finished)\s*(?:[?.!,]|$))",
+    re.IGNORECASE,
+)
+# "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
 _COMPLETED_WINDOWS = {
     "today": "today",
     "yesterday": "yesterday",
@@ -121,20 +132,10 @@ _COMPLETED_WINDOWS = {
     "this month": "this_month",
     "last month": "last_month",
 }
-# "Mark it as done", "delete this task": a change to a task named only by a word pointing back at
-# the conversation, which the offline engine does not read.
-_POINTED_AT_CHANGE = re.compile(
-    r"^(?:please\s+|(?:can|could|would) you\s+)?"
-    rf"(?:{_DELETE_WORDS}|complete|finish|close|mark|move)\s+(?P<what>(?:it|them|that|this|those|these)"
-    r"(?:\s+(?:one|ones|tasks?|to-?dos?))?)"
-    r"(?=\s*(?:[?.!,]|$)|\s+(?:as|to|please|now|for me)\b|\s+(?:done|complete|completed|finished)\s*(?:[?.!,]|$))",
-    re.IGNORECASE,
-)
-# "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
 _WHAT_WAS_DONE = re.compile(
     r"\bwhat\s+(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get done|got done|gotten done|done"
     r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|(?:this|last) (?:week|month))\b))\b"
-    r"(?:.*?\b(?P<when>today|yesterday|(?:this|last|past) week|(?:this|last) month|lately|recently))?",
+    rf"(?:.*?\b(?P<when>{'|'.join(_COMPLETED_WINDOWS)}))?",
     re.IGNORECASE,
 )
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
