@@ -188,7 +188,7 @@ def _task_line(task: dict, *, show_status: bool, today: dt.date | None = None) -
     details = []
     if task.get("project"):
         details.append(task["project"]["name"])
-    if show_status:
+    if show_status and not task.get("completed_on"):  # "completed Nov 25" below says it
         details.append(STATUS_LABEL.get(task["status"], task["status"]))
     if task.get("priority") in ("high", "urgent"):
         details.append(f"{task['priority']} priority")

@@ -160,6 +160,18 @@ async def test_what_did_i_finish_this_week_offline_lists_only_this_weeks(alice):
     assert "Old chore" not in reply.content and "Open thing" not in reply.content
 
 
+async def test_a_listing_of_every_status_says_completed_once_with_the_day(alice):
+    await database_sync_to_async(completed_task)(alice, "Send the invoice", timezone.now())
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Open thing")
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    await database_sync_to_async(services.post_user_message)(user=alice, conversation_id=conversation.pk, content="show my tasks")
+    await agent.run_pending_turns(conversation.pk)
+    reply = await database_sync_to_async(lambda: Message.objects.filter(conversation=conversation, role="assistant").last())()
+    line = next(line for line in reply.content.splitlines() if "Send the invoice" in line)
+    assert line.count("completed") == 1 and "completed " in line
+    assert "to-do" in next(line for line in reply.content.splitlines() if "Open thing" in line)
+
+
 def test_tasks_completed_before_the_upgrade_take_their_last_change_as_their_completion_time(alice):
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
