@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import datetime as dt
+
 import channels.db
 import django.db
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from tests.fake_openai import fake_openai  # noqa: F401  (fixture)
 from workspace import services as workspace_services
@@ -66,6 +69,15 @@ def _close_lock_connections_before_dropping_the_test_database(django_db_setup):
     from chat.locks import discard_idle_connections
 
     discard_idle_connections()
+
+
+def moments_over_days(n: int, *, days: int) -> list[dt.datetime]:
+    """`n` moments, newest first, from now back into the local day `days` days ago, evenly spaced:
+    today and each of those days has at least one whatever the time of day (with `n` > `days`)."""
+    now = timezone.now()
+    earliest = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=days)
+    step = (now - earliest) / n
+    return [now - i * step for i in range(n)]
 
 
 def build_workspace(user, *, tag: str) -> dict:

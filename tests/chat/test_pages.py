@@ -17,6 +17,7 @@ from chat.models import Conversation, Message
 from questions import services as question_services
 from questions.models import QuestionGroup
 from questions.schemas import AskUserArgs
+from tests.conftest import moments_over_days
 
 pytestmark = pytest.mark.django_db
 
@@ -121,11 +122,9 @@ def test_another_users_thread_pages_are_404(client, alice, bob):
 
 
 def conversations(user, n: int, *, days: int = 0) -> list[Conversation]:
-    """`n` conversations, their last activity spread over `days` days before now, newest first."""
+    """`n` conversations, newest first, their last activity spread from now back into the local day `days` days ago."""
     made = [Conversation.objects.create(owner=user, title=f"Conversation {i:04d}") for i in range(n)]
-    now = timezone.now()
-    for i, conversation in enumerate(made):
-        moment = now - dt.timedelta(minutes=i * (max(days, 1) * 24 * 60 // n))
+    for conversation, moment in zip(made, moments_over_days(n, days=days), strict=True):
         Conversation.objects.filter(pk=conversation.pk).update(updated_at=moment)
     return made
 

@@ -5,14 +5,12 @@ pages not loaded; the list loads more as it scrolls, each day heading once."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 from django.contrib.auth import get_user_model
-from django.utils import timezone
 from playwright.sync_api import expect
 
 from chat.models import Conversation, Message
+from tests.conftest import moments_over_days
 from tests.e2e.conftest import log_in, wait_for_socket
 from tests.fake_openai import Reply
 from workspace.demo_content import seed_demo_workspace
@@ -169,9 +167,8 @@ def test_a_link_to_an_old_message_opens_the_thread_at_it(live_url, browser, view
 
 def many_conversations(user, n: int, *, days: int) -> list[Conversation]:
     made = Conversation.objects.bulk_create(Conversation(owner=user, title=f"Conversation {i:04d}") for i in range(n))
-    now = timezone.now()
-    for i, conversation in enumerate(made):
-        Conversation.objects.filter(pk=conversation.pk).update(updated_at=now - dt.timedelta(minutes=i * days * 24 * 60 // n))
+    for conversation, moment in zip(made, moments_over_days(n, days=days), strict=True):
+        Conversation.objects.filter(pk=conversation.pk).update(updated_at=moment)
     return made
 
 
