@@ -50,7 +50,9 @@ class _Args(BaseModel):
 
 class QueryTasksArgs(_Args):
     status: Literal["todo", "in_progress", "completed", "open", "all"] = Field(
-        "all", description="Filter by status; 'open' for to-do and in-progress together, 'all' for everything."
+        "all",
+        description="Filter by status; 'open' for to-do and in-progress together, 'all' for everything. "
+        "Newest first; completed tasks alone, the most recently completed first.",
     )
     project_id: int | None = Field(None, description="Only tasks in this project (an id from query_projects).")
     search: str | None = Field(None, max_length=200, description="Case-insensitive text the task title must contain.")

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVector
 from django.db import models
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Upper
 from django.utils import timezone
 
@@ -65,6 +65,10 @@ class Task(models.Model):
             models.Index(fields=["owner", "status", "-created_at", "-id"], name="task_owner_status_created"),
             models.Index(fields=["owner", "-created_at", "-id"], name="task_owner_created"),
             models.Index(fields=["owner", "project", "status", "-created_at"], name="task_owner_project_status"),
+            # What a user completed, the most recent first ("what did I finish this week?").
+            models.Index(
+                fields=["owner", "-completed_at", "-id"], condition=Q(status="completed"), name="task_owner_completed"
+            ),
             # `title__icontains` compiles to UPPER(title) LIKE UPPER(%term%); trigrams make it
             # indexable, and leading with the owner (btree_gin) keeps other users' matches out.
             GinIndex(F("owner"), OpClass(Upper("title"), name="gin_trgm_ops"), name="task_owner_title_trgm"),

@@ -125,8 +125,9 @@ def tasks_for_user(
     """status: a task status, "open" (not completed) or "all". priority_at_least: a priority, and
     only tasks of it or above ("high": high and urgent). With `due`: tasks due in that window,
     soonest first; completed ones only when `status` asks for them (what is due is what is still
-    to do). With `completed`: tasks completed on those days of `time_zone`'s calendar, the most
-    recently completed first."""
+    to do). With `completed`: tasks completed on those days of `time_zone`'s calendar. Completed
+    tasks alone (`completed`, or the status "completed") come the most recently completed first;
+    other listings the newest first."""
     if due is not None and completed is not None:
         raise ValueError("a listing is by due date or by completion date, not both")
     tasks = Task.objects.filter(owner=user).select_related("project")
@@ -147,6 +148,7 @@ def tasks_for_user(
             tasks = tasks.filter(completed_at__gte=dt.datetime.combine(completed.first, dt.time.min, tzinfo=time_zone))
         if completed.last is not None:
             tasks = tasks.filter(completed_at__lt=dt.datetime.combine(completed.last + dt.timedelta(days=1), dt.time.min, tzinfo=time_zone))
+    if completed is not None or status == Task.Status.COMPLETED:
         return _page(tasks.order_by("-completed_at", "-id"), limit=limit)
     if due is None:
         return _page(tasks.order_by("-created_at", "-id"), limit=limit)

@@ -112,6 +112,23 @@ def test_tasks_completed_in_a_window_most_recent_first_in_the_persons_time_zone(
                                  due=selectors.due_window(name="today", today=monday))  # fmt: skip
 
 
+def test_completed_tasks_come_the_most_recently_completed_first_with_or_without_a_window(alice):
+    now = timezone.now()
+    for title, days_ago in [("finished today", 0), ("finished last month", 30), ("finished yesterday", 1)]:
+        completed_task(alice, title, now - dt.timedelta(days=days_ago))
+    workspace_services.create_task(user=alice, title="still open")
+
+    def titles(**kw) -> list[str]:
+        return [t.title for t in selectors.tasks_for_user(user=alice, **kw).items]
+
+    assert titles(status="completed") == ["finished today", "finished yesterday", "finished last month"]
+    assert titles(completed=selectors.completed_window(name="last_7_days", today=timezone.localdate())) == [
+        "finished today",
+        "finished yesterday",
+    ]
+    assert titles() == ["still open", "finished yesterday", "finished last month", "finished today"]  # newest first
+
+
 def tool_context(user, conversation_id, time_zone="UTC") -> tools.ToolContext:
     return tools.ToolContext(user=user, conversation_id=conversation_id, tool_call_id="c1", in_reply_to_id=0, timeouts=None,
                              time_zone=time_zone)  # fmt: skip
