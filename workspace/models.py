@@ -66,9 +66,7 @@ class Task(models.Model):
             models.Index(fields=["owner", "-created_at", "-id"], name="task_owner_created"),
             models.Index(fields=["owner", "project", "status", "-created_at"], name="task_owner_project_status"),
             # What a user completed, the most recent first ("what did I finish this week?").
-            models.Index(
-                fields=["owner", "-completed_at", "-id"], condition=Q(status="completed"), name="task_owner_completed"
-            ),
+            models.Index(fields=["owner", "-completed_at", "-id"], condition=Q(status="completed"), name="task_owner_completed"),
             # `title__icontains` compiles to UPPER(title) LIKE UPPER(%term%); trigrams make it
             # indexable, and leading with the owner (btree_gin) keeps other users' matches out.
             GinIndex(F("owner"), OpClass(Upper("title"), name="gin_trgm_ops"), name="task_owner_title_trgm"),

@@ -75,6 +75,13 @@ _CREATE = re.compile(
     r"(?:\s+(?:in|to|for|under)\s+(?:the\s+)?(?:project\s+)?(?P<project>[A-Z][\w&.-]*)(?:\s+project)?)?[.!]?$",
     re.IGNORECASE,
 )
+# A task said the way people say it to a person: "remind me to call Bob", "put milk on my list".
+# The whole of what follows is the title ("in Paris" is part of the errand, not a project).
+_ERRAND = re.compile(
+    r"^(?:please\s+)?(?:(?:remind\s+me|don'?t\s+let\s+me\s+forget)\s+to\s+(?P<todo>.+?)"
+    r"|(?:add|put)\s+(?P<item>.+?)\s+(?:on|to)\s+my\s+(?:to-?do\s+|task\s+)?list)[.!]?$",
+    re.IGNORECASE,
+)
 # "the design tasks", "these launch tasks": a word or two before "tasks" that is a search term.
 _ADJECTIVE_TERM = re.compile(
     r"\b(?:the|my|these|those|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE
@@ -274,6 +281,8 @@ def parse(text: str) -> Intent:
 
 def _write_intent(raw: str) -> Intent | None:
     lower = raw.lower()
+    if match := _ERRAND.match(raw):
+        return Intent("create_task", title=(match["todo"] or match["item"]).strip(" \"'“”")[:300])
     if match := _CREATE.match(raw):
         title, project = match["title"].strip(" \"'“”"), match["project"]
         if not project and (first := _PROJECT_THEN_TITLE.match(title)):

@@ -15,6 +15,7 @@ from django.test import Client
 
 from knowledge import selectors, services
 from knowledge.models import AIConfig
+from llm.offline.engine import WRITE_KINDS
 from llm.offline.intents import parse
 from questions import shorthand
 from tests.knowledge.conftest import ask
@@ -151,6 +152,28 @@ def test_the_limits_the_guide_states_are_the_codes():
     assert f"at most {defaults['QUESTIONS_MAX_PENDING_PER_USER']} unanswered" in PAGES["question-deadlines.md"]
     words = {6: "six"}[shorthand.SHORT_REPLY_WORDS]
     assert f"at most {words} words" in PAGES["typing-while-a-question-waits.md"]
+
+
+# ---------------------------------------------------------------------------- what you can ask
+
+SUGGESTION_KINDS = {
+    "Ask about your tasks": {"tasks", "count_tasks"},
+    "Search your notes": {"notes"},
+    "Get an overview of your projects": {"projects"},
+    "Change things": WRITE_KINDS,
+    "Ask about Clarion itself": {"knowledge"},
+}
+
+
+def test_every_request_the_guide_suggests_is_read_as_what_it_says_it_does():
+    lines = [line[2:] for line in section("chatting-with-the-assistant.md", "What you can ask").splitlines() if line.startswith("- ")]
+    assert {line.partition(":")[0] for line in lines} == set(SUGGESTION_KINDS)
+    for line in lines:
+        kind, _, examples = line.partition(":")
+        suggested = re.findall(r'"([^"]+)"', examples.split(". ")[0])  # the first sentence lists them
+        assert suggested, line
+        for example in suggested:
+            assert parse(example).kind in SUGGESTION_KINDS[kind], example
 
 
 # ---------------------------------------------------------------------------- the chat-box rules
