@@ -130,7 +130,8 @@ def test_phone_drawer_open(live_url, browser):
 
 @pytest.mark.parametrize("width", [320, 360, 390])
 def test_the_header_on_a_phone_keeps_log_out_whole_and_on_the_screen(live_url, browser, width):
-    """Narrow phones: "Log out" neither runs off the right edge nor breaks over two lines."""
+    """Narrow phones: "Log out" neither runs off the right edge nor breaks over two lines, and the
+    header's rows do not push the message box off the screen."""
     ctx = browser.new_context(viewport={"width": width, "height": 700}, is_mobile=True)
     ctx.set_default_timeout(10_000)
     try:
@@ -144,6 +145,9 @@ def test_the_header_on_a_phone_keeps_log_out_whole_and_on_the_screen(live_url, b
         line = log_out.evaluate("b => parseFloat(getComputedStyle(b).lineHeight)")
         assert box is not None and box["x"] + box["width"] <= width and box["height"] < 1.5 * line, (box, line)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
+        # However many rows the header takes, the message box and Send stay whole on the screen.
+        expect(page.locator("#composer-input")).to_be_in_viewport(ratio=1)
+        expect(page.get_by_role("button", name="Send")).to_be_in_viewport(ratio=1)
     finally:
         ctx.close()
 
