@@ -20,6 +20,8 @@ def protected_urls(conversation):
         ("get", reverse("chat:conversation", args=[conversation.pk])),
         ("post", reverse("chat:new")),
         ("get", reverse("admin:index")),
+        ("get", reverse("password_change")),
+        ("post", reverse("password_change")),
     ]
 
 
@@ -80,3 +82,49 @@ def test_after_a_logout_the_old_session_cookie_opens_nothing(client, alice, alic
     replay.cookies[settings.SESSION_COOKIE_NAME] = old_cookie
     response = replay.get(url)
     assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+OLD = "pw-xxxxxxxx"  # the fixtures' password
+NEW = "a-longer-new-passphrase"
+
+
+def signed_in_client(username: str, password: str) -> Client:
+    client = Client()
+    assert client.post(reverse("login"), {"username": username, "password": password}).status_code == 302
+    return client
+
+
+@pytest.mark.parametrize(
+    ("form", "error"),
+    [
+        ({"old_password": "wrong", "new_password1": NEW, "new_password2": NEW}, "Your old password was entered incorrectly"),
+        ({"old_password": OLD, "new_password1": NEW, "new_password2": NEW + "x"}, "didn’t match"),
+        ({"old_password": OLD, "new_password1": "short", "new_password2": "short"}, "This password is too short"),
+        ({"old_password": OLD, "new_password1": "alice", "new_password2": "alice"}, "too similar to the username"),
+        ({"old_password": OLD, "new_password1": "", "new_password2": ""}, "This field is required"),
+    ],
+)
+def test_a_rejected_password_change_says_why_and_changes_nothing(alice, form, error):
+    client = signed_in_client("alice", OLD)
+    response = client.post(reverse("password_change"), form)
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert error in page and 'aria-invalid="true"' in page
+    alice.refresh_from_db()
+    assert alice.check_password(OLD)
+
+
+def test_a_password_change_keeps_this_browser_signed_in_and_signs_the_others_out(alice, alices_conversation):
+    here, elsewhere = signed_in_client("alice", OLD), signed_in_client("alice", OLD)
+    url = reverse("chat:conversation", args=[alices_conversation.pk])
+    assert elsewhere.get(url).status_code == 200  # its session is cached now
+    form = here.get(reverse("password_change"))
+    assert form.status_code == 200 and b"Change your password" in form.content
+    response = here.post(reverse("password_change"), {"old_password": OLD, "new_password1": NEW, "new_password2": NEW})
+    assert response.status_code == 302 and response["Location"] == reverse("password_change_done")
+    assert b"Password changed" in here.get(response["Location"]).content
+    assert here.get(url).status_code == 200
+    signed_out = elsewhere.get(url)
+    assert signed_out.status_code == 302 and "/login/" in signed_out["Location"]
+    assert Client().post(reverse("login"), {"username": "alice", "password": OLD}).status_code == 200  # refused
+    signed_in_client("alice", NEW)

@@ -130,8 +130,8 @@ def test_phone_drawer_open(live_url, browser):
 
 @pytest.mark.parametrize("width", [320, 360, 390])
 def test_the_header_on_a_phone_keeps_log_out_whole_and_on_the_screen(live_url, browser, width):
-    """Narrow phones: "Log out" neither runs off the right edge nor breaks over two lines, and the
-    header's rows do not push the message box off the screen."""
+    """Narrow phones: "Log out" and "Password" neither run off the right edge nor break over two
+    lines, and the header's rows do not push the message box off the screen."""
     ctx = browser.new_context(viewport={"width": width, "height": 700}, is_mobile=True)
     ctx.set_default_timeout(10_000)
     try:
@@ -139,11 +139,11 @@ def test_the_header_on_a_phone_keeps_log_out_whole_and_on_the_screen(live_url, b
         user.is_staff = True  # the header's fullest: the demo user, an admin, also has "Admin"
         user.save(update_fields=["is_staff"])
         page.reload()
-        log_out = page.get_by_role("button", name="Log out")
-        expect(log_out).to_be_in_viewport(ratio=1)
-        box = log_out.bounding_box()
-        line = log_out.evaluate("b => parseFloat(getComputedStyle(b).lineHeight)")
-        assert box is not None and box["x"] + box["width"] <= width and box["height"] < 1.5 * line, (box, line)
+        for control in (page.get_by_role("button", name="Log out"), page.get_by_role("link", name="Password")):
+            expect(control).to_be_in_viewport(ratio=1)
+            box = control.bounding_box()
+            line = control.evaluate("b => parseFloat(getComputedStyle(b).lineHeight)")
+            assert box is not None and box["x"] + box["width"] <= width and box["height"] < 1.5 * line, (box, line)
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         # However many rows the header takes, the message box and Send stay whole on the screen.
         expect(page.locator("#composer-input")).to_be_in_viewport(ratio=1)
