@@ -72,12 +72,14 @@ SOURCE_RANK = 0.15  # taken off per place down the selection's order of the load
 
 
 # A message that asks for help without asking a question: a need ("I need to pass my own SSL
-# context") or a problem ("the proxy settings are not used", "certificate verify failed").
+# context"), a request to do what the docs explain ("reset my password"), or a problem ("the proxy
+# settings are not used", "certificate verify failed", "I forgot my password").
 _HELP_WANTED = re.compile(
     r"\b(?:i need|i want|i'd like|i would like|i'm trying|i am trying|trying to|looking for|is it possible|please|help)\b"
+    r"|^(?:change|reset|enable|disable|turn (?:on|off)|set up|configure|install|upgrade)\b"
     r"|\b(?:doesn't|does not|don't|didn't|did not|can't|cannot|can not|couldn't|unable|won't|isn't|is not|aren't|fails?|failed"
     r"|failing|failure|errors?|exceptions?|traceback|broken|breaks|crash\w*|raises|wrong|problem|issue|bug|not work\w*"
-    r"|no longer|stopped|stops)\b",
+    r"|no longer|stopped|stops|forgot(?:ten)?|lost)\b",
     re.IGNORECASE,
 )
 

@@ -82,6 +82,8 @@ _ERRAND = re.compile(
     r"|(?:add|put)\s+(?P<item>.+?)\s+(?:on|to)\s+my\s+(?:to-?do\s+|task\s+)?list)[.!]?$",
     re.IGNORECASE,
 )
+_PASSWORD = re.compile(r"\bpasswords?\b", re.IGNORECASE)
+_WORKSPACE_ITEM = re.compile(r"\b(?:tasks?|notes?|to-?dos?|projects?)\b", re.IGNORECASE)
 # "the design tasks", "these launch tasks": a word or two before "tasks" that is a search term.
 _ADJECTIVE_TERM = re.compile(
     r"\b(?:the|my|these|those|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE
@@ -233,6 +235,8 @@ def parse(text: str) -> Intent:
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):
         return write
+    if _PASSWORD.search(raw) and not _WORKSPACE_ITEM.search(raw):
+        return Intent("knowledge", search=raw)  # the guide says how; nothing in the workspace does it
     if _OTHER_TASK_CHANGE.match(raw):
         return Intent("cannot")
 

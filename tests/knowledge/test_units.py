@@ -85,6 +85,11 @@ def test_history_is_cleaned_and_capped():
         ("I need to pass the client my own SSLContext.", True, True),
         ("certificate verify failed: unable to get local issuer certificate", True, True),
         ("link IP of requester between nginx and gunicorn so flask logs have IP", True, True),
+        # A request to do what the docs explain, and a loss.
+        ("reset my password", True, True),
+        ("turn off the access log", True, True),
+        ("I forgot my password", True, True),
+        ("The password is set.", False, False),
         ("how?", True, False),
         ("", False, False),
     ],

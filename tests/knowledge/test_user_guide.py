@@ -232,3 +232,12 @@ def test_a_question_the_guide_asks_is_answered_from_its_page(user_guide, page, q
     result = ask(question)
     assert result.should_reply is True, result.debug
     assert result.citations[0].source_id == f"docs/user-guide/{page}", [c.source_id for c in result.citations]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("request_text", ["change my password", "I forgot my password"])
+def test_a_password_request_is_answered_from_the_guide(user_guide, request_text):
+    assert parse(request_text).kind == "knowledge"
+    result = ask(request_text)
+    assert result.should_reply is True, result.debug
+    assert result.citations[0].source_id == "docs/user-guide/getting-started.md"

@@ -58,6 +58,9 @@ from llm.offline.intents import Intent, parse
         ("start the task buy milk", Intent("cannot")),
         ("mark buy milk as in progress", Intent("cannot")),
         ("please reschedule the venue task to Friday", Intent("cannot")),
+        ("change my password", Intent("knowledge", search="change my password")),
+        ("I forgot my password", Intent("knowledge", search="I forgot my password")),
+        ("find notes about the wifi password", Intent("notes", search="wifi password")),
     ],
 )
 def test_parse(text, expected):
@@ -80,6 +83,7 @@ def test_parse(text, expected):
         ("remind me to call Bob in Paris", Intent("create_task", title="call Bob in Paris")),
         ("Please don't let me forget to renew the passport!", Intent("create_task", title="renew the passport")),
         ("put oat milk on my todo list", Intent("create_task", title="oat milk")),
+        ("add a task to reset the router password", Intent("create_task", title="reset the router password")),
         ("put “book the venue” on my to-do list", Intent("create_task", title="book the venue")),
         ("add buy milk to my list", Intent("create_task", title="buy milk")),
         ("create a task to call Bob in Harbor", Intent("create_task", title="call Bob", project_name="Harbor")),
