@@ -59,7 +59,7 @@ def project_for_user(*, user: User, project_id: int) -> Project:
     return Project.objects.get(owner=user, pk=project_id)
 
 
-DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days")
+DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days", "this_month", "next_month")
 COMPLETED_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month")
 
 
@@ -74,7 +74,8 @@ class DayWindow:
 
 def due_window(*, name: str, today: dt.date) -> DayWindow:
     """`today` is the user's date (in their time zone). "this_week" is Monday to Sunday of the
-    week `today` falls in, "next_week" the one after it; "overdue" is everything due before today."""
+    week `today` falls in, "next_week" the one after it; "this_month" the whole calendar month,
+    "next_month" the one after it; "overdue" is everything due before today."""
     if name == "overdue":
         return DayWindow(name, None, today - dt.timedelta(days=1))
     if name == "today":
@@ -86,6 +87,11 @@ def due_window(*, name: str, today: dt.date) -> DayWindow:
         return DayWindow(name, monday, monday + dt.timedelta(days=6))
     if name == "next_7_days":
         return DayWindow(name, today, today + dt.timedelta(days=6))
+    if name in ("this_month", "next_month"):
+        first = today.replace(day=1)
+        if name == "next_month":
+            first = (first + dt.timedelta(days=31)).replace(day=1)
+        return DayWindow(name, first, (first + dt.timedelta(days=31)).replace(day=1) - dt.timedelta(days=1))
     raise ValueError(f"unknown due window {name!r}; one of {', '.join(DUE_WINDOWS)}")
 
 

@@ -319,6 +319,8 @@ _DUE_WINDOWS = [
     (r"\bdue\b.*\b(?:next|coming)\s+(?:7|seven)\s+days\b|\b(?:next|coming)\s+(?:7|seven)\s+days\b.*\bdue\b|\bdue soon\b", "next_7_days"),
     (r"\bdue\b.*\bthis week\b|\bthis week\b.*\bdue\b", "this_week"),
     (r"\bdue\b.*\bnext week\b|\bnext week\b.*\bdue\b", "next_week"),
+    (r"\bdue\b.*\bthis month\b|\bthis month\b.*\bdue\b", "this_month"),
+    (r"\bdue\b.*\bnext month\b|\bnext month\b.*\bdue\b", "next_month"),
     (r"\bdue\b.*\btoday\b|\btoday\b.*\bdue\b", "today"),
     (r"\bdue\b.*\btomorrow\b|\btomorrow\b.*\bdue\b", "tomorrow"),
 ]

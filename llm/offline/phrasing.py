@@ -46,6 +46,8 @@ DUE_WORDS = {
     "this_week": "due this week",
     "next_week": "due next week",
     "next_7_days": "due in the next 7 days",
+    "this_month": "due this month",
+    "next_month": "due next month",
 }
 
 

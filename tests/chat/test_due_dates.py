@@ -47,6 +47,13 @@ def test_due_windows_in_the_persons_calendar():
     sunday = dt.date(2026, 11, 29)  # the last day of a week: next week is still the one after it
     assert selectors.due_window(name="next_week", today=sunday).first == dt.date(2026, 11, 30)
     assert selectors.due_window(name="overdue", today=wednesday) == selectors.DayWindow("overdue", None, dt.date(2026, 11, 24))
+    for today, this_month, next_month in [
+        (wednesday, (dt.date(2026, 11, 1), dt.date(2026, 11, 30)), (dt.date(2026, 12, 1), dt.date(2026, 12, 31))),
+        (dt.date(2026, 12, 31), (dt.date(2026, 12, 1), dt.date(2026, 12, 31)), (dt.date(2027, 1, 1), dt.date(2027, 1, 31))),
+        (dt.date(2028, 1, 31), (dt.date(2028, 1, 1), dt.date(2028, 1, 31)), (dt.date(2028, 2, 1), dt.date(2028, 2, 29))),
+    ]:
+        assert selectors.due_window(name="this_month", today=today) == selectors.DayWindow("this_month", *this_month)
+        assert selectors.due_window(name="next_month", today=today) == selectors.DayWindow("next_month", *next_month)
     with pytest.raises(ValueError):
         selectors.due_window(name="someday", today=wednesday)
 
@@ -75,6 +82,8 @@ def test_tasks_due_in_a_window_leave_out_completed_ones_and_other_users(alice, b
     assert titles("today", status="completed") == ["done today"]
     assert titles("next_week") == ["next monday"]
     assert titles("tomorrow") == []
+    assert titles("this_month") == ["yesterday", "today", "sunday", "next monday"]  # November's, soonest first
+    assert titles("next_month") == []
 
 
 async def test_the_query_tool_reads_today_in_the_users_time_zone(alice):

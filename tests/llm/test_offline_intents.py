@@ -51,6 +51,8 @@ from llm.offline.intents import Intent, parse
         ("what haven't I started?", Intent("tasks", status="todo")),
         ("show started tasks", Intent("tasks", status="in_progress")),
         ("anything due soon?", Intent("tasks", due="next_7_days")),
+        ("what is due this month?", Intent("tasks", due="this_month")),
+        ("how many tasks are due next month in Atlas?", Intent("count_tasks", project_name="Atlas", due="next_month")),
         ("show me everything in Harbor", Intent("tasks", project_name="Harbor")),
         ("what is in Atlas?", Intent("tasks", project_name="Atlas")),
         ("rename the task buy milk to buy oat milk", Intent("cannot")),
