@@ -98,6 +98,9 @@ _NAMED_TASK = re.compile(
     re.IGNORECASE,
 )
 _MARK_DONE = re.compile(rf"^(?:please\s+)?mark\s+(?P<term>.+?)\s+{_DONE}", re.IGNORECASE)
+_MOVE_NAMED = re.compile(
+    r"^(?i:please\s+)?(?i:move)\s+(?P<term>.+?)\s+(?i:to\s+(?:the\s+)?(?:project\s+)?)(?P<target>[A-Z][\w&.-]*)(?i:\s+project)?[.!]?$"
+)
 _ONE_TASK = re.compile(r"\b(?:task|to-?do)\b(?!s)", re.IGNORECASE)
 # "What's urgent?", "which tasks are high priority?": tasks of that priority or higher.
 _PRIORITIES = [
@@ -296,7 +299,7 @@ def _write_intent(raw: str) -> Intent | None:
         return Intent(kind, title=title[:300], project_name=project) if title else None
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))
     if not mentions_tasks:
-        return _mark_done(raw)
+        return _mark_done(raw) or _move_named(raw)
     move = _MOVE.search(raw)
     project_name = None if move else _project_name(raw)
     if move:
@@ -356,6 +359,19 @@ def _mark_done(raw: str) -> Intent | None:
     if term.lower() in {"it", "them", "that", "this", "those", "these"} or re.search(r"\b(?:notes?|projects?)\b", term, re.I):
         return None  # a note or a project is not marked done
     return Intent("complete_tasks", search=term, project_name=project_name)
+
+
+def _move_named(raw: str) -> Intent | None:
+    """ "Move buy milk to Harbor": one task named without the word "task", to a project named as
+    projects are (capitalised). Not "move it to Harbor" (only a model could read "it"), nor a note."""
+    if not (match := _MOVE_NAMED.match(raw)):
+        return None
+    term = _FILLER.sub("", match["term"].strip(" \"'“”"))
+    if term.lower() in {"it", "them", "that", "this", "those", "these", "everything", "all"}:
+        return None
+    if re.search(r"\b(?:notes?|projects?)\b", term, re.I):
+        return None
+    return Intent("move_tasks", search=term, target_project=match["target"].rstrip("."))
 
 
 def _named_task(raw: str) -> str | None:

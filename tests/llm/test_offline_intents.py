@@ -99,6 +99,8 @@ def test_parse(text, expected):
         ("mark buy milk as done", Intent("complete_tasks", search="buy milk")),
         ("mark everything in Atlas as done", Intent("complete_tasks", project_name="Atlas")),
         ("move the task buy milk to Harbor", Intent("move_tasks", search="buy milk", target_project="Harbor")),
+        ("move buy milk to Harbor", Intent("move_tasks", search="buy milk", target_project="Harbor")),
+        ("Please move “call the venue” to the Atlas project.", Intent("move_tasks", search="call the venue", target_project="Atlas")),
         ("remove every task", Intent("delete_tasks")),
     ],
 )
@@ -139,3 +141,8 @@ def test_a_change_to_a_task_named_only_by_pointing_back_asks_which(text, pointer
 )
 def test_pointing_words_before_a_filter_are_not_a_pointer(text, expected):
     assert parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["move buy milk to tomorrow", "move the launch note to Atlas", "move everything to Harbor"])
+def test_a_move_needs_a_named_task_and_a_project(text):
+    assert parse(text).kind != "move_tasks"
