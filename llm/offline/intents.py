@@ -224,11 +224,23 @@ def is_knowledge_question(text: str) -> bool:
     return is_question and bool(_PRODUCT.search(raw)) and not _WORKSPACE_NOUN.search(raw)
 
 
+# "What's the status of Atlas?", "how is the Harbor project going?", "where are we on Atlas?": a
+# project named as projects are (capitalised), asked about as a whole. Its tasks answer.
+_PROJECT_STATUS = re.compile(
+    r"^(?i:(?:please\s+)?(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:status|progress|state)\s+(?:of|on|in|with)"
+    r"|how(?:'s|\s+is)|how\s+are\s+things\s+(?:in|on|with)|where\s+are\s+we\s+(?:on|with)|what(?:'s|\s+is)\s+happening\s+(?:in|on|with)"
+    r"|(?:give\s+me\s+)?(?:an?\s+)?(?:status|summary|overview|update)\s+(?:of|on|for))\s+(?:the\s+)?(?:project\s+)?)"
+    r"(?P<name>[A-Z][\w&-]*)(?i:\s+project)?(?i:\s+(?:going|doing|coming\s+along|looking))?\s*[?.!]*$"
+)
+
+
 def parse(text: str) -> Intent:
     raw = text.strip()
     lower = raw.lower()
     if not raw or re.fullmatch(r"(hi|hello|hey|help|\?|what can you do\??|who are you\??)[!. ]*", lower):
         return Intent("help")
+    if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(about["name"]):
+        return Intent("tasks", project_name=about["name"])
     if is_knowledge_question(raw):
         return Intent("knowledge", search=raw)
     if done := _WHAT_WAS_DONE.search(raw):
