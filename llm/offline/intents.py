@@ -28,7 +28,8 @@ _PROJECT_SUFFIX = re.compile(r"\b(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)\s+
 # "What's on my plate (today)?", "what should I work on (or finish) next?" ask for the tasks not done yet;
 # the plate and "next" are not words to search them for.
 _WHAT_IS_OPEN = re.compile(
-    r"\b(?:on (?:my|our) plate|(?:should|could|can|do|shall) (?:i|we) work on|(?:should|shall) (?:i|we) (?:do|finish|tackle|start(?: on)?|focus on))\b"
+    r"\b(?:on (?:my|our) plate|(?:should|could|can|do|shall) (?:i|we) work on|(?:should|shall) (?:i|we) (?:do|finish|tackle|start(?: on)?|focus on)"
+    r"|(?:i|we) (?:still )?(?:have|need|got) to do)\b"
     r"(?:\s+(?:next|first|today|this week|right now|now))?",
     re.IGNORECASE,
 )
@@ -179,11 +180,13 @@ _NOT_TERMS = {
 
 # Questions about how something works or what something is belong to the knowledge base, even
 # when they name workspace things: "how do I export my tasks to CSV?" asks for instructions, not
-# for the task list. "How many ..." counts the workspace.
+# for the task list, and "what do I need to do to connect a model?" for steps, not for to-dos.
+# "How many ..." counts the workspace.
 _HOW_TO = re.compile(
     r"^(?:(?:please|so|and|but|ok|okay),?\s+)?(?:how\s+(?!many\b|much\b)(?:do|does|did|can|could|should|would|will|is|are|to)\b"
     r"|(?:is it possible|is there a way|what(?:'s| is) the (?:best )?way)\s+to\b|can i\b|where (?:do|can|should) i\b"
-    r"|explain\b|what(?:'s| is| are) the difference\b)",
+    r"|explain\b|what(?:'s| is| are) the difference\b"
+    r"|.*?\b(?:have|need) to do (?:to|in order to)\b)",  # "what do I need to do to connect a model?"
     re.IGNORECASE,
 )
 _CONCEPT = re.compile(
@@ -259,7 +262,7 @@ def parse(text: str) -> Intent:
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\bwork(ing)? on\b|\b(?:over)?due\b", lower))
     mentions_projects = bool(re.search(r"\bprojects?\b", lower))
     owns_projects = mentions_projects and bool(re.search(r"\b(?:my|i have|i've got|we have)\b", lower))
-    status = _status(lower)
+    status = _status(_WHAT_IS_OPEN.sub("", lower))  # "what do I have to do?" asks for more than to-dos
     project_name = _project_name(raw)
     search = _search_term(_WHAT_IS_OPEN.sub("", raw), project_name)
     if _WHAT_IS_OPEN.search(raw) and status == "all":
