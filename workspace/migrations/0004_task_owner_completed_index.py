@@ -1,17 +1,16 @@
-from django.conf import settings
 from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workspace', '0003_task_completed_at'),
-        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+        ("workspace", "0003_task_completed_at"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(condition=models.Q(('status', 'completed')), fields=['owner', '-completed_at', '-id'], name='task_owner_completed'),
+            model_name="task",
+            index=models.Index(
+                fields=["owner", "-completed_at", "-id"], condition=models.Q(status="completed"), name="task_owner_completed"
+            ),
         ),
     ]
