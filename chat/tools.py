@@ -56,10 +56,29 @@ class QueryTasksArgs(_Args):
     )
     project_id: int | None = Field(None, description="Only tasks in this project (an id from query_projects).")
     search: str | None = Field(None, max_length=200, description="Case-insensitive text the task title must contain.")
-    due: Literal["overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days", "this_month", "next_month"] | None = Field(
+    due: (
+        Literal[
+            "overdue",
+            "today",
+            "tomorrow",
+            "this_week",
+            "next_week",
+            "next_7_days",
+            "this_month",
+            "next_month",
+            "monday",
+            "tuesday",
+            "wednesday",
+            "thursday",
+            "friday",
+            "saturday",
+            "sunday",
+        ]
+        | None
+    ) = Field(  # fmt: skip
         None,
         description="Only tasks due in this window of the user's calendar (this_week and next_week: Monday to Sunday; "
-        "this_month and next_month: the whole calendar month), soonest first; "
+        "this_month and next_month: the whole calendar month; a weekday: the next such day, today included), soonest first; "
         "completed tasks are left out unless status is 'completed'. The result says the user's date today.",
     )
     completed: Literal["today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month"] | None = Field(

@@ -59,7 +59,8 @@ def project_for_user(*, user: User, project_id: int) -> Project:
     return Project.objects.get(owner=user, pk=project_id)
 
 
-DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days", "this_month", "next_month")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days", "this_month", "next_month", *WEEKDAYS)
 COMPLETED_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month")
 
 
@@ -75,7 +76,8 @@ class DayWindow:
 def due_window(*, name: str, today: dt.date) -> DayWindow:
     """`today` is the user's date (in their time zone). "this_week" is Monday to Sunday of the
     week `today` falls in, "next_week" the one after it; "this_month" the whole calendar month,
-    "next_month" the one after it; "overdue" is everything due before today."""
+    "next_month" the one after it; a weekday ("friday") the next such day, today included;
+    "overdue" is everything due before today."""
     if name == "overdue":
         return DayWindow(name, None, today - dt.timedelta(days=1))
     if name == "today":
@@ -92,6 +94,9 @@ def due_window(*, name: str, today: dt.date) -> DayWindow:
         if name == "next_month":
             first = (first + dt.timedelta(days=31)).replace(day=1)
         return DayWindow(name, first, (first + dt.timedelta(days=31)).replace(day=1) - dt.timedelta(days=1))
+    if name in WEEKDAYS:
+        day = today + dt.timedelta(days=(WEEKDAYS.index(name) - today.weekday()) % 7)
+        return DayWindow(name, day, day)
     raise ValueError(f"unknown due window {name!r}; one of {', '.join(DUE_WINDOWS)}")
 
 

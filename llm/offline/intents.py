@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from llm.offline.phrasing import WEEKDAYS
+
 STATUS_WORDS: list[tuple[str, str]] = [
     (r"\bnot (?:yet )?(?:started|begun)\b|\bhaven[’']?t (?:i |we )?(?:yet )?(?:started|begun)\b", "todo"),  # before "started"
     (r"\bin[- ]progress\b|\bworking on\b|\bstarted\b|\bdoing\b|\bongoing\b|\bactive\b", "in_progress"),
@@ -341,6 +343,7 @@ _DUE_WINDOWS = [
     (r"\bdue\b.*\bnext month\b|\bnext month\b.*\bdue\b", "next_month"),
     (r"\bdue\b.*\btoday\b|\btoday\b.*\bdue\b", "today"),
     (r"\bdue\b.*\btomorrow\b|\btomorrow\b.*\bdue\b", "tomorrow"),
+    *((rf"\bdue\b.*\b{day}\b|\b{day}\b.*\bdue\b", day) for day in WEEKDAYS),
 ]
 
 

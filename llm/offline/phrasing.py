@@ -39,6 +39,9 @@ def which_task(pointer: str) -> str:
     )
 
 
+# The due windows of a weekday: the next such day (the tool's "due" values; the offline engine
+# cannot import the workspace's).
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 DUE_WORDS = {
     "overdue": "overdue",
     "today": "due today",
@@ -48,6 +51,7 @@ DUE_WORDS = {
     "next_7_days": "due in the next 7 days",
     "this_month": "due this month",
     "next_month": "due next month",
+    **{day: f"due on {day.capitalize()}" for day in WEEKDAYS},
 }
 
 

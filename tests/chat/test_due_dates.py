@@ -54,6 +54,9 @@ def test_due_windows_in_the_persons_calendar():
     ]:
         assert selectors.due_window(name="this_month", today=today) == selectors.DayWindow("this_month", *this_month)
         assert selectors.due_window(name="next_month", today=today) == selectors.DayWindow("next_month", *next_month)
+    # A weekday: the next such day, today included.
+    for name, day in [("friday", dt.date(2026, 11, 27)), ("wednesday", wednesday), ("tuesday", dt.date(2026, 12, 1))]:
+        assert selectors.due_window(name=name, today=wednesday) == selectors.DayWindow(name, day, day)
     with pytest.raises(ValueError):
         selectors.due_window(name="someday", today=wednesday)
 
@@ -160,6 +163,19 @@ async def test_overdue_and_today_offline(alice):
     assert "Water plants" in due_tomorrow.content and "due tomorrow" in due_tomorrow.content and "Call Sam" not in due_tomorrow.content
     _, _, count = await chat(alice, "how many tasks are overdue?", time_zone=zone)
     assert count.content == "You have **1** open task overdue."
+
+
+async def test_whats_due_on_a_weekday_offline_is_the_next_such_day_in_the_persons_calendar(alice):
+    zone, today = zone_whose_date_is_not_utcs()
+    in_two_days = today + dt.timedelta(days=2)
+    weekday = f"{in_two_days:%A}"
+    for title, due in [("Pay rent", in_two_days), ("Water plants", today), ("A week later", in_two_days + dt.timedelta(days=7))]:
+        await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due)
+    _, _, reply = await chat(alice, f"what's due on {weekday}?", time_zone=zone)
+    assert reply.content.startswith(f"Here are your tasks due on {weekday} (1):"), reply.content
+    assert "Pay rent" in reply.content and "Water plants" not in reply.content and "A week later" not in reply.content
+    _, _, count = await chat(alice, f"how many tasks are due {weekday.lower()}?", time_zone=zone)
+    assert count.content == f"You have **1** open task due on {weekday}."
 
 
 async def test_a_turn_reads_the_time_zone_of_the_latest_message_that_has_one(alice):

@@ -21,6 +21,7 @@ def sentence(name: str, arguments: object) -> str:
         ({"status": "open", "priority_at_least": "urgent", "limit": 50}, "Looked at up to 50 urgent tasks"),
         ({"status": "open", "priority_at_least": "high", "limit": 50}, "Looked at up to 50 high-priority tasks"),
         ({"status": "all", "due": "tomorrow", "limit": 100}, "Looked at up to 100 tasks due tomorrow"),
+        ({"due": "friday", "limit": 50}, "Looked at up to 50 tasks due on Friday"),
         ({"status": "todo", "due": "overdue", "project_id": 3}, "Looked at up to 100 overdue to-do tasks in one project"),
         ({"status": "completed", "limit": 1}, "Looked at your completed tasks"),
         ({"completed": "this_week", "limit": 50}, "Looked at up to 50 tasks completed this week"),

@@ -52,6 +52,8 @@ from llm.offline.intents import Intent, parse
         ("show started tasks", Intent("tasks", status="in_progress")),
         ("anything due soon?", Intent("tasks", due="next_7_days")),
         ("what is due this month?", Intent("tasks", due="this_month")),
+        ("what is due on Friday?", Intent("tasks", due="friday")),
+        ("how many tasks are due monday in Harbor?", Intent("count_tasks", project_name="Harbor", due="monday")),
         ("how many tasks are due next month in Atlas?", Intent("count_tasks", project_name="Atlas", due="next_month")),
         ("show me everything in Harbor", Intent("tasks", project_name="Harbor")),
         ("what is in Atlas?", Intent("tasks", project_name="Atlas")),
