@@ -181,12 +181,14 @@ def scope(project_name: str | None, search: str | None) -> str:
 
 
 def _window(result: dict) -> str:
-    """ " (Mon Nov 23 – Sun Nov 29)": the days a due-date or completion-date answer covers, in the
-    person's calendar."""
+    """ " (Mon Nov 23 – Sun Nov 29)", " (Dec 4)": the days a due-date or completion-date answer
+    covers, in the person's calendar."""
     first, last = result.get("due_from") or result.get("completed_from"), result.get("due_until") or result.get("completed_until")
-    if not first or not last or first == last:
+    if not first or not last:
         return ""
     a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
+    if a == b:  # "due today" says its day already; "due on Friday" says which Friday
+        return f" ({a:%b} {a.day})" if result.get("filters", {}).get("due") in WEEKDAYS else ""
     return f" ({a:%a} {a:%b} {a.day} – {b:%a} {b:%b} {b.day})"
 
 
