@@ -131,13 +131,17 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
     project_id = None
     if intent.project_name:
         if not steps:
-            return "query_projects", {"include_stats": False}
+            return "query_projects", {"include_stats": intent.kind == "project_status"}
         projects = steps[0].result.get("projects", [])
         project = _match_project(intent.project_name, projects)
         if project is None:
             return phrasing.project_not_found(intent.project_name, projects)
         project_id = project["id"]
         steps = steps[1:]
+        if intent.kind == "project_status":
+            if not steps:
+                return "query_tasks", {"status": "open", "project_id": project_id, "limit": 50}
+            return phrasing.project_status_answer(project, steps[-1].result)
     project_name = _display_name(intent, project_id, steps)
 
     if intent.kind == "notes":

@@ -52,6 +52,7 @@ class Intent:
     #   | "cannot" (a change to notes or projects it does not make: it says so, changes nothing)
     #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
+    #   | "project_status" (how one project stands: its counts, then what is still open in it)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
     kind: str
@@ -230,7 +231,7 @@ def is_knowledge_question(text: str) -> bool:
 
 
 # "What's the status of Atlas?", "how is the Harbor project going?", "where are we on Atlas?": a
-# project named as projects are (capitalised), asked about as a whole. Its tasks answer.
+# project named as projects are (capitalised), asked about as a whole.
 _PROJECT_STATUS = re.compile(
     r"^(?i:(?:please\s+)?(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:status|progress|state)\s+(?:of|on|in|with)"
     r"|how(?:'s|\s+is)|how\s+are\s+things\s+(?:in|on|with)|where\s+are\s+we\s+(?:on|with)|what(?:'s|\s+is)\s+happening\s+(?:in|on|with)"
@@ -245,7 +246,7 @@ def parse(text: str) -> Intent:
     if not raw or re.fullmatch(r"(hi|hello|hey|help|\?|what can you do\??|who are you\??)[!. ]*", lower):
         return Intent("help")
     if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(about["name"]):
-        return Intent("tasks", project_name=about["name"])
+        return Intent("project_status", project_name=about["name"])
     if is_knowledge_question(raw):
         return Intent("knowledge", search=raw)
     if done := _WHAT_WAS_DONE.search(raw):

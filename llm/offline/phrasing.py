@@ -153,13 +153,25 @@ def projects_answer(result: dict) -> str:
         return "You have no projects yet."
     lines = [f"You have {len(projects)} project{'s' if len(projects) != 1 else ''}:", ""]
     for p in projects:
-        stats = p.get("stats")
-        detail = ""
-        if stats:
-            detail = f" — {stats['todo']} to do, {stats['in_progress']} in progress, {stats['completed']} completed, {stats['notes']} notes"
-        archived = " *(archived)*" if p.get("archived") else ""
-        lines.append(f"- **{p['name']}**{archived}{detail}")
+        detail = f" — {_counts(p['stats'])}" if p.get("stats") else ""
+        lines.append(f"- {_project_label(p)}{detail}")
     return "\n".join(lines)
+
+
+def project_status_answer(project: dict, open_tasks: dict) -> str:
+    """How one project stands: its counts, then what is still open in it (or that nothing is)."""
+    head = f"{_project_label(project)}: {_counts(project['stats'])}."
+    if not open_tasks["tasks"]:
+        return f"{head} Nothing in it is left to do."
+    return f"{head}\n\n{tasks_answer(open_tasks, project_name=project['name'], search=None)}"
+
+
+def _project_label(project: dict) -> str:
+    return f"**{project['name']}**" + (" *(archived)*" if project.get("archived") else "")
+
+
+def _counts(stats: dict) -> str:
+    return f"{stats['todo']} to do, {stats['in_progress']} in progress, {stats['completed']} completed, {stats['notes']} notes"
 
 
 def project_not_found(name: str, projects: list[dict]) -> str:

@@ -6,6 +6,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from chat import agent, services
+from workspace import services as workspace_services
 from workspace.demo_content import seed_demo_workspace
 from workspace.models import Task
 
@@ -78,6 +79,31 @@ async def test_tasks_in_a_project_resolves_the_project_first(demo):
     atlas_tasks = await titles(demo, project__name="Atlas")
     assert all(t in reply for t in atlas_tasks)
     assert not any(t in reply for t in await titles(demo, project__name="Harbor"))
+
+
+async def test_how_a_project_is_going_gives_its_counts_then_what_is_open_in_it(demo):
+    reply, calls = await answer(demo, "How is the Atlas project going?")
+    atlas = await database_sync_to_async(lambda: demo.projects.get(name="Atlas").pk)()
+    assert calls == [
+        {"tool": "query_projects", "include_stats": True},
+        {"tool": "query_tasks", "status": "open", "project_id": atlas, "limit": 50},
+    ]
+    counts = [len(await titles(demo, project__name="Atlas", status=s)) for s in ("todo", "in_progress", "completed")]
+    assert reply.startswith(f"**Atlas**: {counts[0]} to do, {counts[1]} in progress, {counts[2]} completed, ")
+    still_open = await titles(demo, project__name="Atlas", status__in=["todo", "in_progress"])
+    assert f"Here are your open tasks in Atlas ({len(still_open)}):" in reply and all(t in reply for t in still_open)
+    assert not any(t in reply for t in await titles(demo, project__name="Atlas", status="completed"))
+
+
+async def test_a_project_with_nothing_open_says_so(charlie):
+    @database_sync_to_async
+    def garden_with_its_work_done():
+        garden = workspace_services.create_project(user=charlie, name="Garden")
+        workspace_services.create_task(user=charlie, title="Plant the bulbs", project_id=garden.pk, status="completed")
+
+    await garden_with_its_work_done()
+    reply, _ = await answer(charlie, "what's the status of Garden?")
+    assert reply == "**Garden**: 0 to do, 0 in progress, 1 completed, 0 notes. Nothing in it is left to do."
 
 
 async def test_unknown_project_is_answered_honestly(demo):
