@@ -75,7 +75,7 @@ class QueryTasksArgs(_Args):
             "sunday",
         ]
         | None
-    ) = Field(  # fmt: skip
+    ) = Field(
         None,
         description="Only tasks due in this window of the user's calendar (this_week and next_week: Monday to Sunday; "
         "this_month and next_month: the whole calendar month; a weekday: the next such day, today included), soonest first; "

@@ -90,14 +90,16 @@ def due_window(*, name: str, today: dt.date) -> DayWindow:
     if name == "next_7_days":
         return DayWindow(name, today, today + dt.timedelta(days=6))
     if name in ("this_month", "next_month"):
-        first = today.replace(day=1)
-        if name == "next_month":
-            first = (first + dt.timedelta(days=31)).replace(day=1)
-        return DayWindow(name, first, (first + dt.timedelta(days=31)).replace(day=1) - dt.timedelta(days=1))
+        first = today.replace(day=1) if name == "this_month" else _first_of_next_month(today)
+        return DayWindow(name, first, _first_of_next_month(first) - dt.timedelta(days=1))
     if name in WEEKDAYS:
         day = today + dt.timedelta(days=(WEEKDAYS.index(name) - today.weekday()) % 7)
         return DayWindow(name, day, day)
     raise ValueError(f"unknown due window {name!r}; one of {', '.join(DUE_WINDOWS)}")
+
+
+def _first_of_next_month(day: dt.date) -> dt.date:
+    return (day.replace(day=1) + dt.timedelta(days=31)).replace(day=1)
 
 
 def completed_window(*, name: str, today: dt.date) -> DayWindow:

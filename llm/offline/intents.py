@@ -87,7 +87,6 @@ _ERRAND = re.compile(
     re.IGNORECASE,
 )
 _PASSWORD = re.compile(r"\bpasswords?\b", re.IGNORECASE)
-_WORKSPACE_ITEM = re.compile(r"\b(?:tasks?|notes?|to-?dos?|projects?)\b", re.IGNORECASE)
 # "the design tasks", "these launch tasks": a word or two before "tasks" that is a search term.
 _ADJECTIVE_TERM = re.compile(
     r"\b(?:the|my|these|those|all(?:\s+(?:the|my))?)\s+(?P<term>[\w-]+(?:\s+[\w-]+)?)\s+(?:tasks?|to-?dos?)\b", re.IGNORECASE
@@ -106,6 +105,9 @@ _MOVE_NAMED = re.compile(
     r"^(?i:please\s+)?(?i:move)\s+(?P<term>.+?)\s+(?i:to\s+(?:the\s+)?(?:project\s+)?)(?P<target>[A-Z][\w&.-]*)(?i:\s+project)?[.!]?$"
 )
 _ONE_TASK = re.compile(r"\b(?:task|to-?do)\b(?!s)", re.IGNORECASE)
+# What a named change may not name: a word pointing back at the conversation, or a note or a project.
+_POINTERS = {"it", "them", "that", "this", "those", "these"}
+_NOTE_OR_PROJECT = re.compile(r"\b(?:notes?|projects?)\b", re.IGNORECASE)
 # "What's urgent?", "which tasks are high priority?": tasks of that priority or higher.
 _PRIORITIES = [
     (r"\burgent\b|\basap\b", "urgent"),
@@ -256,7 +258,7 @@ def parse(text: str) -> Intent:
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):
         return write
-    if _PASSWORD.search(raw) and not _WORKSPACE_ITEM.search(raw):
+    if _PASSWORD.search(raw) and not _WORKSPACE_NOUN.search(raw):
         return Intent("knowledge", search=raw)  # the guide says how; nothing in the workspace does it
     if _OTHER_TASK_CHANGE.match(raw):
         return Intent("cannot")
@@ -375,7 +377,7 @@ def _mark_done(raw: str) -> Intent | None:
         term = re.sub(rf"\s*\b(?:in|from|under)\s+(?:the\s+)?(?:project\s+)?{re.escape(project_name)}(?:\s+project)?$", "", term)
     if term.lower() in {"everything", "all", "all of them", "every one", ""}:
         return Intent("complete_tasks", project_name=project_name)
-    if term.lower() in {"it", "them", "that", "this", "those", "these"} or re.search(r"\b(?:notes?|projects?)\b", term, re.I):
+    if term.lower() in _POINTERS or _NOTE_OR_PROJECT.search(term):
         return None  # a note or a project is not marked done
     return Intent("complete_tasks", search=term, project_name=project_name)
 
@@ -386,9 +388,7 @@ def _move_named(raw: str) -> Intent | None:
     if not (match := _MOVE_NAMED.match(raw)):
         return None
     term = _FILLER.sub("", match["term"].strip(" \"'“”"))
-    if term.lower() in {"it", "them", "that", "this", "those", "these", "everything", "all"}:
-        return None
-    if re.search(r"\b(?:notes?|projects?)\b", term, re.I):
+    if term.lower() in _POINTERS | {"everything", "all"} or _NOTE_OR_PROJECT.search(term):
         return None
     return Intent("move_tasks", search=term, target_project=match["target"].rstrip("."))
 
