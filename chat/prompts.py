@@ -38,7 +38,9 @@ def system_prompt(snapshot: Snapshot, *, today: dt.date | None = None, template:
         from knowledge.selectors import get_ai_config
 
         template = get_ai_config().chat_system_prompt
-    return (template.strip() or SYSTEM_PROMPT).format(today=(today or dt.date.today()).isoformat(), snapshot=render_snapshot(snapshot))
+    day = today or dt.date.today()
+    # The weekday too: "due Friday" and "next Monday" are read from it.
+    return (template.strip() or SYSTEM_PROMPT).format(today=f"{day:%A}, {day.isoformat()}", snapshot=render_snapshot(snapshot))
 
 
 def render_snapshot(s: Snapshot) -> str:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+import zoneinfo
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, cast
 from urllib.parse import urljoin
@@ -298,8 +299,14 @@ def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnConte
     rounds = None
     if settings.CLARIFICATION_ENABLED and not (continuing or meta.get("answer_to") or meta.get("skipped")):
         rounds = question_selectors.clarification_rounds(conversation_id=conversation_id).get(root_id, 0)
+    time_zone = next(
+        (m.metadata["time_zone"] for m in reversed(history) if m.role == Message.Role.USER and (m.metadata or {}).get("time_zone")),
+        settings.TIME_ZONE,
+    )
+    # The model reads "today" as the person does: in their calendar, like the query tools.
+    today = timezone.localdate(timezone=zoneinfo.ZoneInfo(time_zone))
     messages = (
-        ChatMessage(role="system", content=system_prompt(snapshot, template=config.chat_system_prompt)),
+        ChatMessage(role="system", content=system_prompt(snapshot, today=today, template=config.chat_system_prompt)),
         *(as_chat_message(m) for m in history),
     )
     return TurnContext(
@@ -323,10 +330,7 @@ def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnConte
         clarification_rounds=rounds,
         context_text=_context_text(messages, snapshot),
         projects=tuple(p.name for p in snapshot.projects if not p.archived),
-        time_zone=next(
-            (m.metadata["time_zone"] for m in reversed(history) if m.role == Message.Role.USER and (m.metadata or {}).get("time_zone")),
-            settings.TIME_ZONE,
-        ),
+        time_zone=time_zone,
     )
 
 

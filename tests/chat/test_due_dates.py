@@ -189,6 +189,19 @@ async def test_a_turn_reads_the_time_zone_of_the_latest_message_that_has_one(ali
     assert ctx.time_zone == AHEAD
 
 
+async def test_the_model_is_told_today_as_the_person_sees_it_with_its_weekday(alice):
+    zone, today = zone_whose_date_is_not_utcs()
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    await database_sync_to_async(services.post_user_message)(
+        user=alice, conversation_id=conversation.pk, content="what should I do next?", time_zone=zone
+    )
+    from chat.selectors import turn_context
+
+    ctx = await database_sync_to_async(turn_context)(conversation_id=conversation.pk, history_limit=50)
+    system = ctx.messages[0].content or ""
+    assert f"Today is {today:%A}, {today.isoformat()}." in system, system[:200]
+
+
 @pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "../../etc/passwd", "", "x" * 65])
 async def test_an_unknown_time_zone_is_refused_and_nothing_is_written(alice, zone):
     conversation, frames, reply = await chat(alice, "what's due today?", time_zone=zone)

@@ -4,7 +4,9 @@ as a skip or a timeout would, deactivating adapter tokens, and a conversation re
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -213,7 +215,9 @@ def test_ai_configuration_shows_where_values_come_from_and_edits_the_chat_prompt
     finally:
         chat.close()
     system = fake_model.requests[-1]["messages"][0]
-    assert system["role"] == "system" and system["content"].startswith("You are Pirate Clarion. Today is 20")
+    told = re.match(r"You are Pirate Clarion\. Today is (\w+), (\d{4}-\d\d-\d\d)\.", system["content"])
+    assert system["role"] == "system" and told, system["content"][:80]
+    assert told[1] == f"{dt.date.fromisoformat(told[2]):%A}"  # the date with its own weekday
 
     # Reset to default puts the built-in text back.
     admin.locator("#id_reset_chat_system_prompt").check()
