@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
 
 import channels.db
 import django.db
@@ -78,6 +79,20 @@ def moments_over_days(n: int, *, days: int) -> list[dt.datetime]:
     earliest = timezone.localtime(now).replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=days)
     step = (now - earliest) / n
     return [now - i * step for i in range(n)]
+
+
+# UTC+14 and UTC-11: 25 hours apart, so one of the two is always on another date than UTC.
+AHEAD, BEHIND = "Pacific/Kiritimati", "Pacific/Pago_Pago"
+
+
+def zone_whose_date_is_not_utcs() -> tuple[str, dt.date]:
+    """A zone whose calendar date differs from the server's (UTC) right now, and its date."""
+    utc_today = timezone.localdate(timezone=dt.timezone.utc)
+    for name in (AHEAD, BEHIND):
+        today = timezone.localdate(timezone=zoneinfo.ZoneInfo(name))
+        if today != utc_today:
+            return name, today
+    raise AssertionError("unreachable: the two zones are 25 hours apart")
 
 
 def build_workspace(user, *, tag: str) -> dict:

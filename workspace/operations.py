@@ -15,6 +15,7 @@ from typing import Annotated, Literal, TypedDict, Union
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
+from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from project.errors import Rejected
@@ -194,7 +195,7 @@ def describe(op: Operation, rows: Rows) -> str:
 
     match op.op:
         case "create_task":
-            return f"Create task “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "")
+            return f"Create task “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "") + _task_details(op)
         case "update_task":
             changes = ", ".join(f"{k} → {v}" for k, v in op.model_dump(exclude={"op", "task_id"}, exclude_none=True).items())
             return f"Update task {title(Task, op.task_id)}: {changes or 'no changes'}"
@@ -219,6 +220,20 @@ def describe(op: Operation, rows: Rows) -> str:
         case "delete_project":
             return f"Delete project {title(Project, op.project_id)} (its tasks and notes are kept, without a project)"
     raise AssertionError(op.op)
+
+
+def _task_details(op: CreateTask) -> str:
+    """What a new task gets besides its title, so the person sees it before confirming:
+    ", high priority, due Tue Dec 1"."""
+    details = []
+    if op.status != Task.Status.TODO:
+        details.append(Task.Status(op.status).label.lower())
+    if op.priority != Task.Priority.MEDIUM:
+        details.append(f"{Task.Priority(op.priority).label.lower()} priority")
+    if (due := op.due_date) is not None:
+        year = f", {due.year}" if due.year != timezone.localdate().year else ""
+        details.append(f"due {due:%a} {due:%b} {due.day}{year}")
+    return "".join(f", {d}" for d in details)
 
 
 @transaction.atomic

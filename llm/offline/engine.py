@@ -187,12 +187,20 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         steps = steps[1:]
 
     if intent.kind in ("create_task", "create_note"):
+        op: dict = {"op": intent.kind, "title": intent.title}
+        when = ""
+        if intent.due:
+            # Which date "tomorrow" or "Friday" is in the person's calendar: the query tool says,
+            # with the tasks already due then.
+            if not steps:
+                return "query_tasks", {"status": "open", "due": intent.due, "limit": 1}
+            op["due_date"], when = steps[0].result.get("due_from"), phrasing.due_day(steps[0].result)
+            steps = steps[1:]
         if not steps:
-            op = {"op": intent.kind, "title": intent.title}
             if project_id:
                 op["project_id"] = project_id
             noun = "task" if intent.kind == "create_task" else "note"
-            return "propose_operations", {"summary": f"Create the {noun} “{intent.title}”", "operations": [op]}
+            return "propose_operations", {"summary": f"Create the {noun} “{intent.title}”{when}", "operations": [op]}
         return phrasing.operations_outcome(steps[-1].result)
 
     if not steps:

@@ -61,7 +61,7 @@ class Intent:
     project_name: str | None = None
     target_project: str | None = None  # move_tasks: where to
     title: str | None = None  # create_*: what to call it
-    due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS
+    due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS; create_task: the day it is due
     priority: str | None = None  # tasks/count_tasks: this priority or higher ("high", "urgent")
     completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.COMPLETED_WINDOWS
 
@@ -84,6 +84,14 @@ _CREATE = re.compile(
 _ERRAND = re.compile(
     r"^(?:please\s+)?(?:(?:remind\s+me|don'?t\s+let\s+me\s+forget)\s+to\s+(?P<todo>.+?)"
     r"|(?:add|put)\s+(?P<item>.+?)\s+(?:on|to)\s+my\s+(?:to-?do\s+|task\s+)?list)[.!]?$",
+    re.IGNORECASE,
+)
+# When a new task is due, said at the end of it: "remind me to call Bob tomorrow", "add a task pay
+# rent by Friday". A weekday needs its preposition: "prepare for Friday" is an errand, not a date.
+_DUE_AT_END = re.compile(
+    r"\s+(?:(?:due|by|on)\s+)?(?P<day>today|tonight|tomorrow)"
+    rf"|\s+(?:due(?:\s+on|\s+by)?|by|on|this)\s+(?P<weekday>{'|'.join(WEEKDAYS)})"
+    r"\s*[.!]?$",
     re.IGNORECASE,
 )
 _PASSWORD = re.compile(r"\bpasswords?\b", re.IGNORECASE)
@@ -309,14 +317,17 @@ def parse(text: str) -> Intent:
 def _write_intent(raw: str) -> Intent | None:
     lower = raw.lower()
     if match := _ERRAND.match(raw):
-        return Intent("create_task", title=(match["todo"] or match["item"]).strip(" \"'“”")[:300])
+        title, due = _due_at_end((match["todo"] or match["item"]).strip(" \"'“”"))
+        return Intent("create_task", title=title[:300], due=due)
     if match := _CREATE.match(raw):
         title, project = match["title"].strip(" \"'“”"), match["project"]
         if not project and (first := _PROJECT_THEN_TITLE.match(title)):
             title, project = first["title"].strip(" \"'“”"), first["project"]
         title = _TO_DO_WHAT.sub("", title)
-        kind = "create_note" if match["kind"].lower() == "note" else "create_task"
-        return Intent(kind, title=title[:300], project_name=project) if title else None
+        if match["kind"].lower() == "note":
+            return Intent("create_note", title=title[:300], project_name=project) if title else None
+        title, due = _due_at_end(title)
+        return Intent("create_task", title=title[:300], project_name=project, due=due) if title else None
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))
     if not mentions_tasks:
         return _mark_done(raw) or _move_named(raw)
@@ -355,6 +366,15 @@ def _due_window(lower: str) -> str | None:
         if re.search(pattern, lower):
             return window
     return None
+
+
+def _due_at_end(title: str) -> tuple[str, str | None]:
+    """A new task's title without the day it is due, and that day's due window ("tomorrow", "friday")."""
+    match = _DUE_AT_END.search(title)
+    if match is None or match.start() == 0:
+        return title, None
+    day = (match["day"] or match["weekday"]).lower()
+    return title[: match.start()].strip(" \"'“”,"), "today" if day == "tonight" else day
 
 
 def _term_before_tasks(text: str) -> str | None:

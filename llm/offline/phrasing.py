@@ -204,6 +204,15 @@ def _window(result: dict) -> str:
     return f" ({a:%a} {a:%b} {a.day} – {b:%a} {b:%b} {b.day})"
 
 
+def due_day(result: dict) -> str:
+    """ ", due tomorrow (Sun Nov 29)": the day a due-date query's window starts, for a new task."""
+    if not (first := result.get("due_from")):
+        return ""
+    day, window = dt.date.fromisoformat(first), result.get("filters", {}).get("due")
+    date = f"{day:%b} {day.day}" if window in WEEKDAYS else f"{day:%a} {day:%b} {day.day}"  # "due on Friday" names its day
+    return f", {DUE_WORDS.get(window, 'due')} ({date})"
+
+
 def _task_line(task: dict, *, show_status: bool, today: dt.date | None = None) -> str:
     details = []
     if task.get("project"):

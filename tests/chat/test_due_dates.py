@@ -4,7 +4,6 @@ each message, kept on the message)."""
 
 import datetime as dt
 import json
-import zoneinfo
 
 import pytest
 from channels.db import database_sync_to_async
@@ -13,23 +12,12 @@ from django.utils import timezone
 from chat import agent, services, tools
 from chat.models import Message
 from llm import ToolCall
+from tests.conftest import AHEAD, zone_whose_date_is_not_utcs
 from tests.websocket import form_frame, frames_of_turn, open_socket
 from workspace import selectors
 from workspace import services as workspace_services
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-AHEAD, BEHIND = "Pacific/Kiritimati", "Pacific/Pago_Pago"  # UTC+14 and UTC-11: 25 hours apart
-
-
-def zone_whose_date_is_not_utcs() -> tuple[str, dt.date]:
-    """A zone whose calendar date differs from the server's (UTC) right now; one of the two always does."""
-    utc_today = timezone.localdate(timezone=dt.timezone.utc)
-    for name in (AHEAD, BEHIND):
-        today = timezone.localdate(timezone=zoneinfo.ZoneInfo(name))
-        if today != utc_today:
-            return name, today
-    raise AssertionError("unreachable: the two zones are 25 hours apart")
 
 
 def test_due_windows_in_the_persons_calendar():

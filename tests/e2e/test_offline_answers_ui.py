@@ -5,13 +5,12 @@ in the person's calendar (the browser's time zone)."""
 from __future__ import annotations
 
 import datetime as dt
-import zoneinfo
 
 import pytest
-from django.utils import timezone
 from playwright.sync_api import expect
 
 from chat.models import Message
+from tests.conftest import zone_whose_date_is_not_utcs
 from tests.e2e import conftest
 from tests.e2e.test_questions_ui import PASSWORD, send
 from workspace import services as workspace_services
@@ -46,15 +45,6 @@ def test_a_typed_answer_to_the_cleanup_card_acts_or_says_what_it_cannot_do_never
         assert errors == []
     finally:
         context.close()
-
-
-def zone_whose_date_is_not_utcs() -> tuple[str, dt.date]:
-    utc_today = timezone.localdate(timezone=dt.timezone.utc)
-    for name in ("Pacific/Kiritimati", "Pacific/Pago_Pago"):  # UTC+14 and UTC-11
-        today = timezone.localdate(timezone=zoneinfo.ZoneInfo(name))
-        if today != utc_today:
-            return name, today
-    raise AssertionError("unreachable: the two zones are 25 hours apart")
 
 
 @pytest.mark.parametrize("viewport", VIEWPORTS)

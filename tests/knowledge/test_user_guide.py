@@ -176,6 +176,14 @@ def test_every_request_the_guide_suggests_is_read_as_what_it_says_it_does():
             assert parse(example).kind in SUGGESTION_KINDS[kind], example
 
 
+def test_the_new_tasks_the_guide_says_are_due_on_a_day_are_read_with_that_day():
+    changes = section("chatting-with-the-assistant.md", "What you can ask")
+    assert "tonight, tomorrow, or a weekday" in changes
+    for example, due in [("remind me to call Bob tomorrow", "tomorrow"), ("add a task to pay rent by Friday", "friday")]:
+        assert f'"{example}"' in changes
+        assert (parse(example).kind, parse(example).due) == ("create_task", due), example
+
+
 # ---------------------------------------------------------------------------- the chat-box rules
 
 CARD = dict(option_labels=["Harbor", "Atlas", "Both"], allow_custom=True)

@@ -1,12 +1,14 @@
 """Questions with the offline engine, through real websockets: confirmations and clarifications."""
 
 import asyncio
+import datetime as dt
 
 import pytest
 from channels.db import database_sync_to_async
 
 from chat import services
 from questions.models import PendingQuestion, QuestionGroup
+from tests.conftest import zone_whose_date_is_not_utcs
 from tests.websocket import form_frame, frames_of_turn, open_socket
 from workspace import services as workspace_services
 from workspace.demo_content import seed_demo_workspace
@@ -215,4 +217,28 @@ async def test_a_typed_answer_to_the_cleanup_card_is_not_asked_again(alice, fast
     assert reply.startswith("Offline I can't tell which tasks a cleanup should touch, so I haven't changed anything.")
     assert "“delete all my completed tasks in Atlas”" in reply and "Here are your tasks in Atlas" in reply
     assert frames.count('class="question-pending"') == 0  # no card waits: nothing was asked again
+    await socket.disconnect()
+
+
+async def test_a_reminder_for_tomorrow_is_due_on_the_persons_tomorrow_once_confirmed(alice, fast_questions):
+    zone, today = zone_whose_date_is_not_utcs()
+    tomorrow = today + dt.timedelta(days=1)
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="send_message", message="remind me to call Bob tomorrow", time_zone=zone))
+    frames = await frames_of_turn(socket)
+
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    day = f"{tomorrow:%a} {tomorrow:%b} {tomorrow.day}"
+    assert f"Create the task “call Bob”, due tomorrow ({day})" in frames
+    assert f"Create task “call Bob”, due {day}" in frames  # the card's line says the date before it is confirmed
+    assert await rows(Task, owner=alice) == []  # nothing written before Apply
+
+    (question,) = await rows(PendingQuestion, group=group)
+    await socket.send_to(text_data=form_frame(action="answer", question_id=str(question.pk), option=0))
+    await frames_of_turn(socket)
+    (task,) = await rows(Task, owner=alice)
+    assert (task.title, task.due_date) == ("call Bob", tomorrow)
+    assert await last_reply(conversation.pk) == "Done — created 1 task."
     await socket.disconnect()
