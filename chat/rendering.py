@@ -307,6 +307,7 @@ def describe_tool_call(name: str, args: dict) -> str:
             priority_at_least=args.get("priority_at_least"),
             due=args.get("due"),
             completed=args.get("completed"),
+            added=args.get("added"),
         )
         limit = args.get("limit")
         # A limit of 1 is how totals are counted; "up to 1 tasks" would say nothing useful.

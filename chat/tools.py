@@ -48,6 +48,10 @@ class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# Days up to today in the user's calendar: when tasks were completed or added.
+PastWindow = Literal["today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month"]
+
+
 class QueryTasksArgs(_Args):
     status: Literal["todo", "in_progress", "completed", "open", "all"] = Field(
         "all",
@@ -81,10 +85,15 @@ class QueryTasksArgs(_Args):
         "this_month and next_month: the whole calendar month; a weekday: the next such day, today included), soonest first; "
         "completed tasks are left out unless status is 'completed'. The result says the user's date today.",
     )
-    completed: Literal["today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month"] | None = Field(
+    completed: PastWindow | None = Field(
         None,
         description="Only tasks completed in this window of the user's calendar (this_week: Monday to today; "
         "last_week: Monday to Sunday; this_month: the 1st to today), most recently completed first; not together with due.",
+    )
+    added: PastWindow | None = Field(
+        None,
+        description="Only tasks added (created) in this window of the user's calendar, the same windows as completed; "
+        "newest first; not together with due or completed.",
     )
     priority_at_least: Literal["medium", "high", "urgent"] | None = Field(
         None, description="Only tasks of this priority or higher ('high': high and urgent)."
@@ -93,8 +102,8 @@ class QueryTasksArgs(_Args):
 
     @model_validator(mode="after")
     def _one_date_window(self) -> QueryTasksArgs:
-        if self.due is not None and self.completed is not None:
-            raise ValueError("use either due or completed, not both")
+        if sum(window is not None for window in (self.due, self.completed, self.added)) > 1:
+            raise ValueError("use one of due, completed and added at most")
         return self
 
 
@@ -202,7 +211,8 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
     zone = zoneinfo.ZoneInfo(ctx.time_zone)
     today = timezone.localdate(timezone=zone)
     due = workspace.due_window(name=args.due, today=today) if args.due is not None else None
-    completed = workspace.completed_window(name=args.completed, today=today) if args.completed is not None else None
+    completed = workspace.past_window(name=args.completed, today=today) if args.completed is not None else None
+    added = workspace.past_window(name=args.added, today=today) if args.added is not None else None
     page = workspace.tasks_for_user(
         user=user,
         status=args.status,
@@ -210,6 +220,7 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
         search=args.search,
         due=due,
         completed=completed,
+        added=added,
         time_zone=zone,
         priority_at_least=args.priority_at_least,
         limit=args.limit,
@@ -219,6 +230,8 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
         found |= {"due_from": _day(due.first), "due_until": _day(due.last)}
     elif completed is not None:
         found |= {"completed_from": _day(completed.first), "completed_until": _day(completed.last)}
+    elif added is not None:
+        found |= {"added_from": _day(added.first), "added_until": _day(added.last)}
     else:
         return found
     return {**found, "today": today.isoformat(), "time_zone": ctx.time_zone}

@@ -61,7 +61,7 @@ def project_for_user(*, user: User, project_id: int) -> Project:
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days", "this_month", "next_month", *WEEKDAYS)
-COMPLETED_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month")
+PAST_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month")
 
 
 @dataclass(frozen=True)
@@ -102,8 +102,8 @@ def _first_of_next_month(day: dt.date) -> dt.date:
     return (day.replace(day=1) + dt.timedelta(days=31)).replace(day=1)
 
 
-def completed_window(*, name: str, today: dt.date) -> DayWindow:
-    """`today` is the user's date. "this_week" is Monday to today, "last_week" the Monday to Sunday
+def past_window(*, name: str, today: dt.date) -> DayWindow:
+    """Days up to today, when tasks were completed or added. `today` is the user's date. "this_week" is Monday to today, "last_week" the Monday to Sunday
     before it, "last_7_days" today and the six days before; "this_month" the 1st to today,
     "last_month" the whole month before."""
     if name == "today":
@@ -120,7 +120,7 @@ def completed_window(*, name: str, today: dt.date) -> DayWindow:
     if name == "last_month":
         last = today.replace(day=1) - dt.timedelta(days=1)
         return DayWindow(name, last.replace(day=1), last)
-    raise ValueError(f"unknown completion window {name!r}; one of {', '.join(COMPLETED_WINDOWS)}")
+    raise ValueError(f"unknown window of past days {name!r}; one of {', '.join(PAST_WINDOWS)}")
 
 
 def tasks_for_user(
@@ -131,6 +131,7 @@ def tasks_for_user(
     search: str | None = None,
     due: DayWindow | None = None,
     completed: DayWindow | None = None,
+    added: DayWindow | None = None,
     time_zone: dt.tzinfo = dt.UTC,
     priority_at_least: str | None = None,
     limit: int = 100,
@@ -138,11 +139,11 @@ def tasks_for_user(
     """status: a task status, "open" (not completed) or "all". priority_at_least: a priority, and
     only tasks of it or above ("high": high and urgent). With `due`: tasks due in that window,
     soonest first; completed ones only when `status` asks for them (what is due is what is still
-    to do). With `completed`: tasks completed on those days of `time_zone`'s calendar. Completed
-    tasks alone (`completed`, or the status "completed") come the most recently completed first;
-    other listings the newest first."""
-    if due is not None and completed is not None:
-        raise ValueError("a listing is by due date or by completion date, not both")
+    to do). With `completed` (or `added`): tasks completed (added) on those days of `time_zone`'s
+    calendar. Completed tasks alone (`completed`, or the status "completed") come the most
+    recently completed first; other listings the newest first."""
+    if sum(window is not None for window in (due, completed, added)) > 1:
+        raise ValueError("a listing is by one date at most: due, completed or added")
     tasks = Task.objects.filter(owner=user).select_related("project")
     if status == "open":
         tasks = tasks.exclude(status=Task.Status.COMPLETED)
@@ -156,11 +157,9 @@ def tasks_for_user(
         levels = Task.Priority.values  # lowest first
         tasks = tasks.filter(priority__in=levels[levels.index(priority_at_least) :])
     if completed is not None:
-        tasks = tasks.filter(status=Task.Status.COMPLETED)
-        if completed.first is not None:
-            tasks = tasks.filter(completed_at__gte=dt.datetime.combine(completed.first, dt.time.min, tzinfo=time_zone))
-        if completed.last is not None:
-            tasks = tasks.filter(completed_at__lt=dt.datetime.combine(completed.last + dt.timedelta(days=1), dt.time.min, tzinfo=time_zone))
+        tasks = tasks.filter(status=Task.Status.COMPLETED, **_moments_in("completed_at", completed, time_zone))
+    if added is not None:
+        tasks = tasks.filter(**_moments_in("created_at", added, time_zone))
     if completed is not None or status == Task.Status.COMPLETED:
         return _page(tasks.order_by("-completed_at", "-id"), limit=limit)
     if due is None:
@@ -173,6 +172,16 @@ def tasks_for_user(
     if due.last is not None:
         tasks = tasks.filter(due_date__lte=due.last)
     return _page(tasks.order_by("due_date", "-id"), limit=limit)
+
+
+def _moments_in(field: str, days: DayWindow, zone: dt.tzinfo) -> dict[str, dt.datetime]:
+    """Lookups for the moments of `field` that fall on those days of `zone`'s calendar."""
+    lookups = {}
+    if days.first is not None:
+        lookups[f"{field}__gte"] = dt.datetime.combine(days.first, dt.time.min, tzinfo=zone)
+    if days.last is not None:
+        lookups[f"{field}__lt"] = dt.datetime.combine(days.last + dt.timedelta(days=1), dt.time.min, tzinfo=zone)
+    return lookups
 
 
 def notes_for_user(*, user: User, project_id: int | None = None, search_term: str | None = None, limit: int = 50) -> Page[Note]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import AsyncIterator
@@ -154,16 +155,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
             return "query_tasks", _without_none(query)
         return phrasing.count_answer(steps[-1].result, project_name=project_name)
     if not steps:
-        query = {
-            "status": intent.status,
-            "project_id": project_id,
-            "search": intent.search,
-            "due": intent.due,
-            "completed": intent.completed,
-            "priority_at_least": intent.priority,
-            "limit": 50,
-        }
-        return "query_tasks", _without_none(query)
+        return "query_tasks", _without_none({**_task_filters(intent), "project_id": project_id, "limit": 50})
     if intent.kind == "cleanup":
         return phrasing.cleanup_answer(steps[-1].result, project_name=project_name)
     return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
@@ -204,8 +196,7 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return phrasing.operations_outcome(steps[-1].result)
 
     if not steps:
-        query = {"status": intent.status, "project_id": project_id, "search": intent.search, "limit": BULK_LIMIT}
-        return "query_tasks", _without_none(query)
+        return "query_tasks", _without_none({**_task_filters(intent), "project_id": project_id, "limit": BULK_LIMIT})
     found = steps[0].result
     if len(steps) > 1:
         return phrasing.operations_outcome(steps[-1].result, more=found.get("more", 0))
@@ -216,15 +207,14 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         tasks = [t for t in tasks if (t.get("project") or {}).get("id") != target_id]
     action = {"delete_tasks": "delete", "complete_tasks": "complete", "move_tasks": "move"}[intent.kind]
     if not tasks:
-        return phrasing.nothing_to_change(action, status=intent.status, search=intent.search, project_name=intent.project_name)
+        return phrasing.nothing_to_change(action, noun=_picked_noun(intent), search=intent.search, project_name=intent.project_name)
     if intent.kind == "delete_tasks":
         ops = [{"op": "delete_task", "task_id": t["id"]} for t in tasks]
     elif intent.kind == "complete_tasks":
         ops = [{"op": "complete_task", "task_id": t["id"]} for t in tasks]
     else:
         ops = [{"op": "move_task", "task_id": t["id"], "project_id": target_id} for t in tasks]
-    label = phrasing.STATUS_LABEL.get(intent.status, "")
-    what = f"{len(ops)} {label + ' ' if label else ''}task{'s' if len(ops) != 1 else ''}"
+    what = f"{len(ops)} {_picked_noun(intent, count=len(ops))}"
     scope = phrasing.scope(intent.project_name, intent.search)
     summary = {
         "delete_tasks": f"Delete {what}{scope}",
@@ -232,6 +222,26 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         "move_tasks": f"Move {what}{scope} to {intent.target_project}",
     }[intent.kind]
     return "propose_operations", {"summary": summary, "operations": ops}
+
+
+def _picked_noun(intent: Intent, *, count: int = 2) -> str:
+    """ "completed tasks", "tasks due today", "urgent task": the tasks a change picks, in words."""
+    noun = phrasing.task_noun(
+        status=intent.status, priority_at_least=intent.priority, due=intent.due, completed=intent.completed, added=intent.added
+    )
+    return noun if count != 1 else re.sub(r"\btasks\b", "task", noun)
+
+
+def _task_filters(intent: Intent) -> dict:
+    """The query_tasks filters an intent names (None: not named)."""
+    return {
+        "status": intent.status,
+        "search": intent.search,
+        "due": intent.due,
+        "completed": intent.completed,
+        "added": intent.added,
+        "priority_at_least": intent.priority,
+    }
 
 
 def _match_project(name: str, projects: list[dict]) -> dict | None:

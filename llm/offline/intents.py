@@ -63,7 +63,8 @@ class Intent:
     title: str | None = None  # create_*: what to call it
     due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS; create_task: the day it is due
     priority: str | None = None  # tasks/count_tasks: this priority or higher ("high", "urgent")
-    completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.COMPLETED_WINDOWS
+    completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.PAST_WINDOWS
+    added: str | None = None  # tasks: added in this window, one of workspace.selectors.PAST_WINDOWS
 
 
 _DELETE_WORDS = r"delete|remove|erase|get rid of|clear out"
@@ -164,6 +165,15 @@ _WHAT_WAS_DONE = re.compile(
     rf"(?:.*?\b(?P<when>{'|'.join(_COMPLETED_WINDOWS)}))?",
     re.IGNORECASE,
 )
+# "What did I add today?", "which tasks did I create this week?", "tasks I added yesterday": the
+# tasks added then (or all, newest first). Notes have no such listing.
+_WHAT_WAS_ADDED = re.compile(
+    r"\b(?:(?:what|which)\s+(?:new\s+)?(?:tasks?\s+|to-?dos?\s+)?(?:did|have|'ve)\s+(?:i|we)\s+(?:just\s+)?(?:add(?:ed)?|create(?:d)?)"
+    r"|(?:tasks?|to-?dos?)\s+(?:(?:that\s+)?(?:i|we)\s+(?:have\s+|'ve\s+)?)?(?:added|created))\b"
+    rf"(?:.*?\b(?P<when>{'|'.join(_COMPLETED_WINDOWS)}))?",
+    re.IGNORECASE,
+)
+_ADDED_TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*)")
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
 _CLEANUP = re.compile(r"\b(?:clean ?up|tidy(?: up)?|sort out|declutter|prune)\b", re.IGNORECASE)
 _QUESTION = re.compile(r"^(how|what|why|where|when|which|who|can|could|does|do|is|are|should)\b", re.IGNORECASE)
@@ -266,6 +276,10 @@ def parse(text: str) -> Intent:
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):
         return write
+    if (added := _WHAT_WAS_ADDED.search(raw)) and not re.search(r"\bnotes?\b", lower):
+        when = (added["when"] or "").lower()
+        project_name = _project_name(raw) or ((to := _ADDED_TO.search(raw)) and to["name"]) or None
+        return Intent("tasks", status=_status(lower), project_name=project_name, added=_COMPLETED_WINDOWS.get(when))
     if _PASSWORD.search(raw) and not _WORKSPACE_NOUN.search(raw):
         return Intent("knowledge", search=raw)  # the guide says how; nothing in the workspace does it
     if _OTHER_TASK_CHANGE.match(raw):
@@ -339,13 +353,30 @@ def _write_intent(raw: str) -> Intent | None:
         search = _search_term(raw, project_name) or _term_before_tasks(raw) or _named_task(raw)
     if search is None and _ONE_TASK.search(raw) and not re.search(r"\b(?:all|every|each)\b", lower):
         return None  # "delete the task" names no task: never propose every one of them
+    # Which tasks, as a listing would pick them: "delete the tasks due today", "complete all the
+    # urgent tasks", "delete the tasks I added yesterday" touch those tasks and no others.
+    picked = _picked_by_date(raw) | {"priority": _priority(lower), "search": search}
     if move:
-        return Intent("move_tasks", status=_status(lower), search=search, target_project=move["target"])
+        return Intent("move_tasks", status=_status(lower), target_project=move["target"], **picked)
     if _DELETE.search(raw):
-        return Intent("delete_tasks", status=_status(lower), search=search, project_name=project_name)
+        return Intent("delete_tasks", status=_status(lower), project_name=project_name, **picked)
     if _COMPLETE.search(raw):
-        return Intent("complete_tasks", status="all", search=search, project_name=project_name)
+        return Intent("complete_tasks", status="all", project_name=project_name, **picked)
     return None
+
+
+_COMPLETED_IN = re.compile(rf"\b(?:completed|finished|done|closed)\b.*?\b(?P<when>{'|'.join(_COMPLETED_WINDOWS)})\b", re.IGNORECASE)
+
+
+def _picked_by_date(raw: str) -> dict[str, str | None]:
+    """The one date window a change names, as Intent fields: due, else added, else completed."""
+    if due := _due_window(raw.lower()):
+        return {"due": due}
+    if (added := _WHAT_WAS_ADDED.search(raw)) and added["when"]:
+        return {"added": _COMPLETED_WINDOWS[added["when"].lower()]}
+    if done := _COMPLETED_IN.search(raw):
+        return {"completed": _COMPLETED_WINDOWS[done["when"].lower()]}
+    return {}
 
 
 _DUE_WINDOWS = [
@@ -381,7 +412,13 @@ def _term_before_tasks(text: str) -> str | None:
     if match := _ADJECTIVE_TERM.search(text):
         term = match["term"].strip().lower()
         words = [w for w in term.split() if w not in _NOT_TERMS]
-        if words and term not in _NOT_TERMS and not any(re.search(p, term) for p, _ in STATUS_WORDS):
+        if (
+            words
+            and term not in _NOT_TERMS
+            and not any(re.search(p, term) for p, _ in STATUS_WORDS)
+            and not _due_window(term)
+            and not _priority(term)
+        ):
             return " ".join(words)
     return None
 

@@ -55,24 +55,30 @@ DUE_WORDS = {
 }
 
 
-COMPLETED_WORDS = {
-    "today": "completed today",
-    "yesterday": "completed yesterday",
-    "this_week": "completed this week",
-    "last_week": "completed last week",
-    "last_7_days": "completed in the last 7 days",
-    "this_month": "completed this month",
-    "last_month": "completed last month",
+# The windows of past days (the tool's "completed" and "added" values), in words.
+PAST_DAYS = {
+    "today": "today",
+    "yesterday": "yesterday",
+    "this_week": "this week",
+    "last_week": "last week",
+    "last_7_days": "in the last 7 days",
+    "this_month": "this month",
+    "last_month": "last month",
 }
 
 
-def task_noun(*, status: object = "all", priority_at_least: object = None, due: object = None, completed: object = None) -> str:
+def task_noun(
+    *, status: object = "all", priority_at_least: object = None, due: object = None, completed: object = None, added: object = None
+) -> str:
     """The tasks a query_tasks filter picks, in words: "in-progress tasks", "urgent tasks due today",
-    "tasks completed this week". Unknown values (a model's arguments are read here too) are left
-    out rather than guessed."""
+    "tasks completed this week", "to-do tasks added today". Unknown values (a model's arguments
+    are read here too) are left out rather than guessed."""
     priority = PRIORITY_WORDS.get(str(priority_at_least), "")
-    if str(completed) in COMPLETED_WORDS:
-        return " ".join(filter(None, [priority, "tasks", COMPLETED_WORDS[str(completed)]]))
+    if str(completed) in PAST_DAYS:
+        return " ".join(filter(None, [priority, "tasks completed", PAST_DAYS[str(completed)]]))
+    if str(added) in PAST_DAYS:
+        label = "" if status == "open" and priority else STATUS_LABEL.get(str(status), "")
+        return " ".join(filter(None, [label, priority, "tasks added", PAST_DAYS[str(added)]]))
     # What is urgent is open unless said otherwise: "urgent tasks", not "open urgent tasks".
     label = "" if status == "open" and priority else STATUS_LABEL.get(str(status), "")
     if due == "overdue":  # an adjective: "overdue to-do tasks"
@@ -86,7 +92,11 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
     status = filters.get("status", "all")
     where = scope(project_name, search)
     noun = task_noun(
-        status=status, priority_at_least=filters.get("priority_at_least"), due=filters.get("due"), completed=filters.get("completed")
+        status=status,
+        priority_at_least=filters.get("priority_at_least"),
+        due=filters.get("due"),
+        completed=filters.get("completed"),
+        added=filters.get("added"),
     )
     noun += _window(result)
     if not tasks:
@@ -195,7 +205,8 @@ def scope(project_name: str | None, search: str | None) -> str:
 def _window(result: dict) -> str:
     """ " (Mon Nov 23 – Sun Nov 29)", " (Dec 4)": the days a due-date or completion-date answer
     covers, in the person's calendar."""
-    first, last = result.get("due_from") or result.get("completed_from"), result.get("due_until") or result.get("completed_until")
+    first = result.get("due_from") or result.get("completed_from") or result.get("added_from")
+    last = result.get("due_until") or result.get("completed_until") or result.get("added_until")
     if not first or not last:
         return ""
     a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
@@ -257,9 +268,8 @@ VERBS = {
 }  # fmt: skip
 
 
-def nothing_to_change(action: str, *, status: str, search: str | None, project_name: str | None) -> str:
-    label = STATUS_LABEL.get(status, "")
-    noun = f"{label} tasks".strip()
+def nothing_to_change(action: str, *, noun: str, search: str | None, project_name: str | None) -> str:
+    """`noun`: the tasks the change picks, in words ("completed tasks", "tasks due today")."""
     return f"You have no {noun}{scope(project_name, search)} to {action}, so there is nothing to change."
 
 

@@ -184,6 +184,18 @@ def test_the_new_tasks_the_guide_says_are_due_on_a_day_are_read_with_that_day():
         assert (parse(example).kind, parse(example).due) == ("create_task", due), example
 
 
+def test_the_changes_the_guide_says_pick_some_tasks_are_read_with_what_picks_them():
+    changes = section("chatting-with-the-assistant.md", "What you can ask")
+    for example, picked in [
+        ("delete the tasks due today", {"due": "today"}),
+        ("complete all the urgent tasks", {"priority": "urgent"}),
+        ("delete the tasks I added yesterday", {"added": "yesterday"}),
+    ]:
+        assert f'"{example}"' in changes
+        intent = parse(example)
+        assert intent.kind in WRITE_KINDS and {k: getattr(intent, k) for k in picked} == picked, example
+
+
 # ---------------------------------------------------------------------------- the chat-box rules
 
 CARD = dict(option_labels=["Harbor", "Atlas", "Both"], allow_custom=True)

@@ -65,7 +65,7 @@ def test_a_confirmed_operation_and_an_admin_edit_keep_the_completion_time(alice,
 
 def test_completion_windows_in_the_persons_calendar():
     wednesday = dt.date(2026, 11, 25)
-    window = selectors.completed_window
+    window = selectors.past_window
     assert window(name="today", today=wednesday) == selectors.DayWindow("today", wednesday, wednesday)
     assert window(name="yesterday", today=wednesday) == selectors.DayWindow("yesterday", dt.date(2026, 11, 24), dt.date(2026, 11, 24))
     assert window(name="this_week", today=wednesday) == selectors.DayWindow("this_week", dt.date(2026, 11, 23), wednesday)
@@ -75,7 +75,7 @@ def test_completion_windows_in_the_persons_calendar():
     assert window(name="last_month", today=wednesday) == selectors.DayWindow("last_month", dt.date(2026, 10, 1), dt.date(2026, 10, 31))
     january = dt.date(2027, 1, 5)  # last month is in last year
     assert window(name="last_month", today=january) == selectors.DayWindow("last_month", dt.date(2026, 12, 1), dt.date(2026, 12, 31))
-    with pytest.raises(ValueError, match="unknown completion window"):
+    with pytest.raises(ValueError, match="unknown window of past days"):
         window(name="someday", today=wednesday)
 
 
@@ -100,15 +100,15 @@ def test_tasks_completed_in_a_window_most_recent_first_in_the_persons_time_zone(
     assert completed_at(still_open.pk) is None
 
     def titles(name: str, **kw) -> list[str]:
-        window = selectors.completed_window(name=name, today=monday + dt.timedelta(days=2))
+        window = selectors.past_window(name=name, today=monday + dt.timedelta(days=2))
         return [t.title for t in selectors.tasks_for_user(user=alice, completed=window, time_zone=zone, **kw).items]
 
     assert titles("this_week") == ["wednesday", "tuesday", "monday morning"]
     assert titles("last_week") == ["sunday night"]
     assert titles("yesterday") == ["tuesday"]
     assert titles("this_week", search="tues") == ["tuesday"]
-    with pytest.raises(ValueError, match="not both"):
-        selectors.tasks_for_user(user=alice, completed=selectors.completed_window(name="today", today=monday),
+    with pytest.raises(ValueError, match="by one date at most"):
+        selectors.tasks_for_user(user=alice, completed=selectors.past_window(name="today", today=monday),
                                  due=selectors.due_window(name="today", today=monday))  # fmt: skip
 
 
@@ -122,7 +122,7 @@ def test_completed_tasks_come_the_most_recently_completed_first_with_or_without_
         return [t.title for t in selectors.tasks_for_user(user=alice, **kw).items]
 
     assert titles(status="completed") == ["finished today", "finished yesterday", "finished last month"]
-    assert titles(completed=selectors.completed_window(name="last_7_days", today=timezone.localdate())) == [
+    assert titles(completed=selectors.past_window(name="last_7_days", today=timezone.localdate())) == [
         "finished today",
         "finished yesterday",
     ]
@@ -152,7 +152,7 @@ async def test_the_query_tool_lists_what_was_completed_this_week_with_each_tasks
 
 @pytest.mark.parametrize(
     ("arguments", "field"),
-    [({"completed": "someday"}, "completed"), ({"completed": "today", "due": "today"}, "either due or completed")],
+    [({"completed": "someday"}, "completed"), ({"completed": "today", "due": "today"}, "one of due, completed and added at most")],
 )
 async def test_a_bad_completion_window_is_a_tool_error_the_model_can_correct(alice, arguments, field):
     conversation = await database_sync_to_async(services.start_conversation)(user=alice)
