@@ -145,9 +145,12 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
             return phrasing.project_status_answer(project, steps[-1].result)
     project_name = _display_name(intent, project_id, steps)
 
-    if intent.kind == "notes":
+    if intent.kind in ("notes", "count_notes"):
         if not steps:
-            return "query_notes", _without_none({"search_term": intent.search, "project_id": project_id, "limit": 20})
+            limit = 1 if intent.kind == "count_notes" else 20  # a count needs the total alone
+            return "query_notes", _without_none({"search_term": intent.search, "project_id": project_id, "limit": limit})
+        if intent.kind == "count_notes":
+            return phrasing.note_count_answer(steps[-1].result, project_name=project_name, search=intent.search)
         return phrasing.notes_answer(steps[-1].result, project_name=project_name, search=intent.search)
     if intent.kind == "count_tasks":
         if not steps:

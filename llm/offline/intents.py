@@ -48,7 +48,7 @@ _GENERIC_TERMS = {"tasks", "task", "notes", "note", "it", "them", "everything", 
 
 @dataclass(frozen=True)
 class Intent:
-    # read: "tasks" | "count_tasks" | "notes" | "projects" | "knowledge" | "help"
+    # read: "tasks" | "count_tasks" | "notes" | "count_notes" | "projects" | "knowledge" | "help"
     #   | "cannot" (a change to notes or projects it does not make: it says so, changes nothing)
     #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
@@ -310,7 +310,7 @@ def parse(text: str) -> Intent:
     if priority:
         return Intent("tasks", status=status, search=search, project_name=project_name, priority=priority)
     if mentions_notes:
-        return Intent("notes", search=search, project_name=project_name)
+        return Intent("count_notes" if counting else "notes", search=search, project_name=project_name)
     if mentions_tasks and _CLEANUP.search(raw):
         return Intent("cleanup", project_name=project_name)
     if mentions_tasks or status != "all":

@@ -142,6 +142,11 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
     return f"You have **{total}** {plural}{where} in total."
 
 
+def note_count_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
+    total = result["total"]
+    return f"You have **{total}** note{'s' if total != 1 else ''}{scope(project_name, search)}."
+
+
 def notes_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     notes = result["notes"]
     where = scope(project_name, search)

@@ -8,7 +8,7 @@ from channels.db import database_sync_to_async
 from chat import agent, services
 from workspace import services as workspace_services
 from workspace.demo_content import seed_demo_workspace
-from workspace.models import Task
+from workspace.models import Note, Task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -122,6 +122,17 @@ async def test_how_many_tasks_did_i_complete(demo):
     completed = len(await titles(demo, status="completed"))
     assert reply == f"You have completed **{completed}** tasks."
     assert calls == [{"tool": "query_tasks", "status": "completed", "limit": 1}]
+
+
+async def test_how_many_notes_gives_the_number_alone(demo):
+    reply, calls = await answer(demo, "how many notes do I have?")
+    count = await database_sync_to_async(Note.objects.filter(owner=demo).count)()
+    assert count > 1 and reply == f"You have **{count}** notes."
+    assert calls == [{"tool": "query_notes", "limit": 1}]
+    reply, calls = await answer(demo, "how many notes are in Atlas?")
+    in_atlas = await database_sync_to_async(Note.objects.filter(owner=demo, project__name="Atlas").count)()
+    assert reply == f"You have **{in_atlas}** note{'s' if in_atlas != 1 else ''} in Atlas."
+    assert calls[-1]["tool"] == "query_notes" and calls[-1]["limit"] == 1 and "project_id" in calls[-1]
 
 
 async def test_search_tasks(demo):
