@@ -306,6 +306,7 @@ def describe_tool_call(name: str, args: dict) -> str:
             status=args.get("status", "all"),
             priority_at_least=args.get("priority_at_least"),
             due=args.get("due"),
+            due_on=args.get("due_on"),
             completed=args.get("completed"),
             added=args.get("added"),
         )

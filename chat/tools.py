@@ -85,6 +85,11 @@ class QueryTasksArgs(_Args):
         "this_month and next_month: the whole calendar month; a weekday: the next such day, today included), soonest first; "
         "completed tasks are left out unless status is 'completed'. The result says the user's date today.",
     )
+    due_on: dt.date | None = Field(
+        None,
+        description="Only tasks due on this date (YYYY-MM-DD) of the user's calendar, for a date no window names "
+        "(\"due on Dec 5\"); completed tasks are left out unless status is 'completed'.",
+    )
     completed: PastWindow | None = Field(
         None,
         description="Only tasks completed in this window of the user's calendar (this_week: Monday to today; "
@@ -102,8 +107,8 @@ class QueryTasksArgs(_Args):
 
     @model_validator(mode="after")
     def _one_date_window(self) -> QueryTasksArgs:
-        if sum(window is not None for window in (self.due, self.completed, self.added)) > 1:
-            raise ValueError("use one of due, completed and added at most")
+        if sum(window is not None for window in (self.due, self.due_on, self.completed, self.added)) > 1:
+            raise ValueError("use one of due, due_on, completed and added at most")
         return self
 
 
@@ -211,6 +216,8 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
     zone = zoneinfo.ZoneInfo(ctx.time_zone)
     today = timezone.localdate(timezone=zone)
     due = workspace.due_window(name=args.due, today=today) if args.due is not None else None
+    if args.due_on is not None:
+        due = workspace.DayWindow("due_on", args.due_on, args.due_on)
     completed = workspace.past_window(name=args.completed, today=today) if args.completed is not None else None
     added = workspace.past_window(name=args.added, today=today) if args.added is not None else None
     page = workspace.tasks_for_user(
@@ -225,7 +232,7 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
         priority_at_least=args.priority_at_least,
         limit=args.limit,
     )
-    found = {"tasks": [_task(t, zone) for t in page.items], **_page_fields(page), "filters": args.model_dump()}
+    found = {"tasks": [_task(t, zone) for t in page.items], **_page_fields(page), "filters": args.model_dump(mode="json")}
     if due is not None:
         found |= {"due_from": _day(due.first), "due_until": _day(due.last)}
     elif completed is not None:

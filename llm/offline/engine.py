@@ -118,6 +118,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return phrasing.CAPABILITIES
     if intent.kind == "cannot":
         return phrasing.CANNOT_CHANGE
+    if intent.kind == "no_such_date":
+        return phrasing.no_such_date(intent.search or "")
     if intent.kind == "which_task":
         return phrasing.which_task(intent.search or "it")
     if intent.kind == "knowledge":
@@ -154,7 +156,14 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return phrasing.notes_answer(steps[-1].result, project_name=project_name, search=intent.search)
     if intent.kind == "count_tasks":
         if not steps:
-            query = {"status": intent.status, "project_id": project_id, "due": intent.due, "priority_at_least": intent.priority, "limit": 1}
+            query = {
+                "status": intent.status,
+                "project_id": project_id,
+                "due": intent.due,
+                "due_on": intent.due_on,
+                "priority_at_least": intent.priority,
+                "limit": 1,
+            }
             return "query_tasks", _without_none(query)
         return phrasing.count_answer(steps[-1].result, project_name=project_name)
     if not steps:
@@ -191,6 +200,8 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
                 return "query_tasks", {"status": "open", "due": intent.due, "limit": 1}
             op["due_date"], when = steps[0].result.get("due_from"), phrasing.due_day(steps[0].result)
             steps = steps[1:]
+        elif intent.due_on:  # a date needs no calendar to read it
+            op["due_date"], when = intent.due_on, f", {phrasing.due_words(due_on=intent.due_on)}"
         if not steps:
             if project_id:
                 op["project_id"] = project_id
@@ -230,7 +241,12 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
 def _picked_noun(intent: Intent, *, count: int = 2) -> str:
     """ "completed tasks", "tasks due today", "urgent task": the tasks a change picks, in words."""
     noun = phrasing.task_noun(
-        status=intent.status, priority_at_least=intent.priority, due=intent.due, completed=intent.completed, added=intent.added
+        status=intent.status,
+        priority_at_least=intent.priority,
+        due=intent.due,
+        due_on=intent.due_on,
+        completed=intent.completed,
+        added=intent.added,
     )
     return noun if count != 1 else re.sub(r"\btasks\b", "task", noun)
 
@@ -241,6 +257,7 @@ def _task_filters(intent: Intent) -> dict:
         "status": intent.status,
         "search": intent.search,
         "due": intent.due,
+        "due_on": intent.due_on,
         "completed": intent.completed,
         "added": intent.added,
         "priority_at_least": intent.priority,

@@ -6,6 +6,7 @@ useful read-side things, and says honestly what it cannot do.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 
@@ -53,6 +54,7 @@ class Intent:
     #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
+    #   | "no_such_date" (a due date the calendar does not have, "Nov 31": it says so, `search` holds it)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
     kind: str
@@ -63,6 +65,7 @@ class Intent:
     title: str | None = None  # create_*: what to call it
     due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS; create_task: the day it is due
     priority: str | None = None  # tasks/count_tasks: this priority or higher ("high", "urgent")
+    due_on: str | None = None  # tasks/count_tasks and changes: due on this date (ISO), one no window names
     completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.PAST_WINDOWS
     added: str | None = None  # tasks: added in this window, one of workspace.selectors.PAST_WINDOWS
 
@@ -302,6 +305,10 @@ def parse(text: str) -> Intent:
     if priority and status == "all":
         status = "open"  # what is urgent is what is still to do, unless the question names a status
     counting = bool(re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower))
+    if due_on := _due_date(raw):
+        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due_on=due_on, priority=priority)
+    if dated := _DUE_DATE.search(raw):  # "due on Nov 31": no listing would be right
+        return Intent("no_such_date", search=re.sub(r"^due\s+(?:(?:on|by)\s+)?(?:the\s+)?", "", dated[0], flags=re.IGNORECASE))
     if due := _due_window(lower):
         # "What's due this week?", "list everything due this week", "anything overdue in Atlas?"
         return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due=due, priority=priority)
@@ -332,7 +339,7 @@ def _write_intent(raw: str) -> Intent | None:
     lower = raw.lower()
     if match := _ERRAND.match(raw):
         title, due = _due_at_end((match["todo"] or match["item"]).strip(" \"'“”"))
-        return Intent("create_task", title=title[:300], due=due)
+        return Intent("create_task", title=title[:300], **due)
     if match := _CREATE.match(raw):
         title, project = match["title"].strip(" \"'“”"), match["project"]
         if not project and (first := _PROJECT_THEN_TITLE.match(title)):
@@ -341,7 +348,7 @@ def _write_intent(raw: str) -> Intent | None:
         if match["kind"].lower() == "note":
             return Intent("create_note", title=title[:300], project_name=project) if title else None
         title, due = _due_at_end(title)
-        return Intent("create_task", title=title[:300], project_name=project, due=due) if title else None
+        return Intent("create_task", title=title[:300], project_name=project, **due) if title else None
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))
     if not mentions_tasks:
         return _mark_done(raw) or _move_named(raw)
@@ -350,7 +357,8 @@ def _write_intent(raw: str) -> Intent | None:
     if move:
         search = _term_before_tasks(move["what"]) or _search_term(raw, None) or _named_task(move["what"])
     else:
-        search = _search_term(raw, project_name) or _term_before_tasks(raw) or _named_task(raw)
+        undated = _DUE_DATE.sub("", raw)  # "due on Dec 5" picks by date; it is no title to search for
+        search = _search_term(undated, project_name) or _term_before_tasks(undated) or _named_task(undated)
     if search is None and _ONE_TASK.search(raw) and not re.search(r"\b(?:all|every|each)\b", lower):
         return None  # "delete the task" names no task: never propose every one of them
     # Which tasks, as a listing would pick them: "delete the tasks due today", "complete all the
@@ -370,6 +378,8 @@ _COMPLETED_IN = re.compile(rf"\b(?:completed|finished|done|closed)\b.*?\b(?P<whe
 
 def _picked_by_date(raw: str) -> dict[str, str | None]:
     """The one date window a change names, as Intent fields: due, else added, else completed."""
+    if due_on := _due_date(raw):
+        return {"due_on": due_on}
     if due := _due_window(raw.lower()):
         return {"due": due}
     if (added := _WHAT_WAS_ADDED.search(raw)) and added["when"]:
@@ -392,6 +402,39 @@ _DUE_WINDOWS = [
 ]
 
 
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH = rf"(?:{'|'.join(_MONTHS)})[a-z]*\.?"
+_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_DATE = rf"(?:(?P<month>{_MONTH})\s+(?P<day>{_DAY})|(?P<day2>{_DAY})\s+(?:of\s+)?(?P<month2>{_MONTH})|(?P<iso>\d{{4}}-\d{{2}}-\d{{2}}))\b"
+_A_DATE = re.compile(rf"\b(?:the\s+)?{_DATE}", re.IGNORECASE)
+# "Due on Dec 5", "due December 5th", "due on the 5th of December", "due 2026-12-05".
+_DUE_DATE = re.compile(rf"\bdue\b(?:\s+(?:on|by))?(?:\s+the)?\s+{_DATE}", re.IGNORECASE)
+# The same at the end of a new task: "pay rent by Dec 5", "renew the passport on 12 January".
+_DATE_AT_END = re.compile(rf"\s+(?:due(?:\s+on|\s+by)?|by|on)\s+(?:the\s+)?{_DATE}\s*[.!]?$", re.IGNORECASE)
+
+
+def _due_date(raw: str, *, pattern: re.Pattern[str] = _DUE_DATE, today: dt.date | None = None) -> str | None:
+    """The date a "due on Dec 5" names, as an ISO date: of the years around `today` (the server's),
+    the one that puts it nearest, so "Dec 31" asked on New Year's Day is the day before."""
+    if not (match := pattern.search(raw)):
+        return None
+    try:
+        if match["iso"]:
+            return dt.date.fromisoformat(match["iso"]).isoformat()
+        month = _MONTHS.index((match["month"] or match["month2"])[:3].lower()) + 1
+        day = int(re.sub(r"\D", "", match["day"] or match["day2"]))
+    except ValueError:
+        return None
+    today = today or dt.date.today()
+    candidates = []
+    for year in (today.year - 1, today.year, today.year + 1):
+        try:
+            candidates.append(dt.date(year, month, day))
+        except ValueError:  # Feb 29 of a year that has none, Nov 31
+            continue
+    return min(candidates, key=lambda d: abs((d - today).days)).isoformat() if candidates else None
+
+
 def _due_window(lower: str) -> str | None:
     for pattern, window in _DUE_WINDOWS:
         if re.search(pattern, lower):
@@ -399,13 +442,16 @@ def _due_window(lower: str) -> str | None:
     return None
 
 
-def _due_at_end(title: str) -> tuple[str, str | None]:
-    """A new task's title without the day it is due, and that day's due window ("tomorrow", "friday")."""
+def _due_at_end(title: str) -> tuple[str, dict[str, str]]:
+    """A new task's title without the day it is due, and that day as Intent fields: a due window
+    ("tomorrow", "friday") or a date ("due on Dec 5")."""
+    if (dated := _DATE_AT_END.search(title)) and dated.start() > 0 and (due_on := _due_date(title, pattern=_DATE_AT_END)):
+        return title[: dated.start()].strip(" \"'“”,"), {"due_on": due_on}
     match = _DUE_AT_END.search(title)
     if match is None or match.start() == 0:
-        return title, None
+        return title, {}
     day = (match["day"] or match["weekday"]).lower()
-    return title[: match.start()].strip(" \"'“”,"), "today" if day == "tonight" else day
+    return title[: match.start()].strip(" \"'“”,"), {"due": "today" if day == "tonight" else day}
 
 
 def _term_before_tasks(text: str) -> str | None:
@@ -471,6 +517,7 @@ def _status(lower: str) -> str:
 
 
 def _project_name(raw: str) -> str | None:
+    raw = _A_DATE.sub("", raw)  # "due on the 5th of December" names no project "December"
     for pattern in (_PROJECT_SUFFIX, _PROJECT):
         if match := pattern.search(raw):
             name = match.group("name").strip()

@@ -31,6 +31,12 @@ CANNOT_CHANGE = (
 )
 
 
+def no_such_date(text: str) -> str:
+    return (
+        f"“{text}” is not a date in the calendar, so I can't tell which tasks are due then. Try another date, e.g. “what's due on Dec 5?”."
+    )
+
+
 def which_task(pointer: str) -> str:
     """A change to "it" or "this task": the offline engine reads each message on its own."""
     return (
@@ -67,8 +73,25 @@ PAST_DAYS = {
 }
 
 
+def due_words(due: object = None, due_on: object = None) -> str:
+    """ "due this week", "due on Sat Dec 5": a due window or date, in words ("" for an unknown one)."""
+    if str(due) in DUE_WORDS:
+        return DUE_WORDS[str(due)]
+    try:
+        day = dt.date.fromisoformat(str(due_on))
+    except ValueError:
+        return ""
+    return f"due on {day:%a} {day:%b} {day.day}" + (f", {day.year}" if day.year != dt.date.today().year else "")
+
+
 def task_noun(
-    *, status: object = "all", priority_at_least: object = None, due: object = None, completed: object = None, added: object = None
+    *,
+    status: object = "all",
+    priority_at_least: object = None,
+    due: object = None,
+    due_on: object = None,
+    completed: object = None,
+    added: object = None,
 ) -> str:
     """The tasks a query_tasks filter picks, in words: "in-progress tasks", "urgent tasks due today",
     "tasks completed this week", "to-do tasks added today". Unknown values (a model's arguments
@@ -83,7 +106,7 @@ def task_noun(
     label = "" if status == "open" and priority else STATUS_LABEL.get(str(status), "")
     if due == "overdue":  # an adjective: "overdue to-do tasks"
         return " ".join(filter(None, ["overdue", label, priority, "tasks"]))
-    return " ".join(filter(None, [label, priority, "tasks", DUE_WORDS.get(str(due), "")]))
+    return " ".join(filter(None, [label, priority, "tasks", due_words(due, due_on)]))
 
 
 def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
@@ -95,6 +118,7 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
         status=status,
         priority_at_least=filters.get("priority_at_least"),
         due=filters.get("due"),
+        due_on=filters.get("due_on"),
         completed=filters.get("completed"),
         added=filters.get("added"),
     )
@@ -129,8 +153,9 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
     status = result.get("filters", {}).get("status", "all")
     where = scope(project_name, None)
     plural = " ".join(filter(None, [_priority_word(result), "task" if total == 1 else "tasks"]))
-    if (due := result.get("filters", {}).get("due")) in DUE_WORDS:
-        return f"You have **{total}** open {plural} {DUE_WORDS[due]}{_window(result)}{where}."
+    filters = result.get("filters", {})
+    if due := due_words(filters.get("due"), filters.get("due_on")):
+        return f"You have **{total}** open {plural} {due}{_window(result)}{where}."
     if status == "completed":
         return f"You have completed **{total}** {plural}{where}."
     if status == "in_progress":

@@ -80,7 +80,7 @@ async def test_the_query_tool_lists_what_was_added_today_in_the_persons_calendar
 
 @pytest.mark.parametrize(
     ("arguments", "error"),
-    [({"added": "tomorrow"}, "added"), ({"added": "today", "completed": "today"}, "one of due, completed and added at most")],
+    [({"added": "tomorrow"}, "added"), ({"added": "today", "completed": "today"}, "one of due, due_on, completed and added at most")],
 )
 async def test_a_bad_added_window_is_a_tool_error_the_model_can_correct(alice, arguments, error):
     conversation = await database_sync_to_async(services.start_conversation)(user=alice)

@@ -196,3 +196,49 @@ async def test_an_unknown_time_zone_is_refused_and_nothing_is_written(alice, zon
     assert "Frame field 'time_zone'" in frames.replace("&#x27;", "'")
     assert reply is None
     assert not await database_sync_to_async(Message.objects.filter(conversation=conversation).exists)()
+
+
+async def test_whats_due_on_a_date_offline_lists_and_counts_the_tasks_due_that_day(alice):
+    zone, today = zone_whose_date_is_not_utcs()
+    day = today + dt.timedelta(days=9)
+    for title, due in [("Pay the deposit", day), ("Day before", day - dt.timedelta(days=1)), ("Undated", None)]:
+        await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due)
+    said = f"{day:%b} {day.day}"  # "Dec 7"
+    _, frames, reply = await chat(alice, f"what's due on {said}?", time_zone=zone)
+    assert reply.content.startswith(f"Here are your tasks due on {day:%a} {said}"), reply.content
+    assert "Pay the deposit" in reply.content and "Day before" not in reply.content and "Undated" not in reply.content
+    assert f"Looked at up to 50 tasks due on {day:%a} {said}" in frames
+    _, _, count = await chat(alice, f"how many tasks are due on the {day.day}th of {day:%B}?", time_zone=zone)
+    assert count.content.startswith(f"You have **1** open task due on {day:%a} {said}"), count.content
+
+
+@pytest.mark.parametrize("text", ["what's due on Nov 31?", "anything due on February 30th?"])
+async def test_a_due_date_the_calendar_does_not_have_is_said_so(alice, text):
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Something", due_date=dt.date(2026, 11, 30))
+    _, _, reply = await chat(alice, text)
+    assert "is not a date in the calendar" in reply.content and "Something" not in reply.content
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [({"due_on": "2026-13-01"}, "due_on"), ({"due_on": "Dec 5"}, "due_on"), ({"due_on": "2026-12-05", "due": "today"}, "at most")],
+)
+async def test_a_bad_due_date_is_a_tool_error_the_model_can_correct(alice, arguments, error):
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    ctx = tools.ToolContext(user=alice, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
+                            timeouts=None, time_zone="UTC")  # fmt: skip
+    result = await tools.execute(ctx=ctx, call=ToolCall(id="c1", name="query_tasks", arguments=json.dumps(arguments)))
+    assert result.is_error and error in result.content
+
+
+async def test_the_query_tool_lists_the_tasks_due_on_a_date(alice):
+    day = dt.date(2026, 12, 5)
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="That day", due_date=day)
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Next day", due_date=day + dt.timedelta(days=1))
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    ctx = tools.ToolContext(user=alice, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
+                            timeouts=None, time_zone="UTC")  # fmt: skip
+    call = ToolCall(id="c1", name="query_tasks", arguments=json.dumps({"due_on": "2026-12-05"}))
+    result = json.loads((await tools.execute(ctx=ctx, call=call)).content)
+    assert [t["title"] for t in result["tasks"]] == ["That day"]
+    assert (result["due_from"], result["due_until"], result["filters"]["due_on"]) == ("2026-12-05",) * 3

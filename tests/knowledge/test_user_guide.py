@@ -178,10 +178,11 @@ def test_every_request_the_guide_suggests_is_read_as_what_it_says_it_does():
 
 def test_the_new_tasks_the_guide_says_are_due_on_a_day_are_read_with_that_day():
     changes = section("chatting-with-the-assistant.md", "What you can ask")
-    assert "tonight, tomorrow, or a weekday" in changes
+    assert "tonight, tomorrow, or a weekday" in changes and 'or a date: "by Dec 5"' in changes
     for example, due in [("remind me to call Bob tomorrow", "tomorrow"), ("add a task to pay rent by Friday", "friday")]:
         assert f'"{example}"' in changes
         assert (parse(example).kind, parse(example).due) == ("create_task", due), example
+    assert parse("remind me to pay rent by Dec 5").due_on is not None
 
 
 def test_the_changes_the_guide_says_pick_some_tasks_are_read_with_what_picks_them():

@@ -1,5 +1,8 @@
+import datetime as dt
+
 import pytest
 
+from llm.offline import intents
 from llm.offline.intents import Intent, parse
 
 
@@ -51,6 +54,12 @@ from llm.offline.intents import Intent, parse
         ("what did I add to the Harbor project?", Intent("tasks", project_name="Harbor")),
         ("what notes did I add today?", Intent("notes")),
         ("how many notes do I have?", Intent("count_notes")),
+        ("what's due on 2026-12-05?", Intent("tasks", due_on="2026-12-05")),
+        ("how many tasks are due on 2026-12-05?", Intent("count_tasks", due_on="2026-12-05")),
+        ("what's due on Nov 31?", Intent("no_such_date", search="Nov 31")),
+        ("delete the tasks due on 2026-12-05", Intent("delete_tasks", due_on="2026-12-05")),
+        ("remind me to pay rent by 2026-12-05", Intent("create_task", title="pay rent", due_on="2026-12-05")),
+        ("remind me to buy the Dec 5 tickets", Intent("create_task", title="buy the Dec 5 tickets")),
         ("how many notes are in Atlas?", Intent("count_notes", project_name="Atlas")),
         ("count my notes about the launch", Intent("count_notes", search="launch")),
         ("What have I completed?", Intent("tasks", status="completed")),
@@ -182,3 +191,11 @@ def test_pointing_words_before_a_filter_are_not_a_pointer(text, expected):
 @pytest.mark.parametrize("text", ["move buy milk to tomorrow", "move the launch note to Atlas", "move everything to Harbor"])
 def test_a_move_needs_a_named_task_and_a_project(text):
     assert parse(text).kind != "move_tasks"
+
+
+def test_a_month_and_day_is_the_nearest_such_date():
+    assert intents._due_date("due on Dec 31", today=dt.date(2027, 1, 1)) == "2026-12-31"
+    assert intents._due_date("due Jan 2nd", today=dt.date(2026, 12, 30)) == "2027-01-02"
+    assert intents._due_date("due on the 5th of December", today=dt.date(2026, 11, 28)) == "2026-12-05"
+    assert intents._due_date("due Feb 29", today=dt.date(2027, 6, 1)) == "2028-02-29"
+    assert intents._due_date("due Nov 31", today=dt.date(2026, 11, 28)) is None

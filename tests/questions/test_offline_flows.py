@@ -242,3 +242,14 @@ async def test_a_reminder_for_tomorrow_is_due_on_the_persons_tomorrow_once_confi
     assert (task.title, task.due_date) == ("call Bob", tomorrow)
     assert await last_reply(conversation.pk) == "Done — created 1 task."
     await socket.disconnect()
+
+
+async def test_a_task_due_on_a_date_is_proposed_with_that_date(alice):
+    day = dt.date.today() + dt.timedelta(days=9)
+    conversation, socket, frames = await chat(alice, f"remind me to pay the deposit by {day:%B} {day.day}")
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    ((op),) = group.payload["operations"]
+    assert (op["op"], op["title"], op["due_date"]) == ("create_task", "pay the deposit", day.isoformat())
+    assert f"Create the task “pay the deposit”, due on {day:%a} {day:%b} {day.day}" in frames
+    assert await rows(Task, owner=alice) == []  # nothing written before Apply
+    await socket.disconnect()

@@ -152,7 +152,7 @@ async def test_the_query_tool_lists_what_was_completed_this_week_with_each_tasks
 
 @pytest.mark.parametrize(
     ("arguments", "field"),
-    [({"completed": "someday"}, "completed"), ({"completed": "today", "due": "today"}, "one of due, completed and added at most")],
+    [({"completed": "someday"}, "completed"), ({"completed": "today", "due": "today"}, "one of due, due_on, completed and added at most")],
 )
 async def test_a_bad_completion_window_is_a_tool_error_the_model_can_correct(alice, arguments, field):
     conversation = await database_sync_to_async(services.start_conversation)(user=alice)
