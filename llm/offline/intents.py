@@ -32,7 +32,7 @@ _PROJECT_SUFFIX = re.compile(r"\b(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)\s+
 # the plate and "next" are not words to search them for.
 _WHAT_IS_OPEN = re.compile(
     r"\b(?:on (?:my|our) plate|(?:should|could|can|do|shall) (?:i|we) work on|(?:should|shall) (?:i|we) (?:do|finish|tackle|start(?: on)?|focus on)"
-    r"|(?:i|we) (?:still )?(?:have|need|got) to do)\b"
+    r"|(?:i|we) (?:still )?(?:have|need|got) to do|what(?:'s|\s+is)\s+(?:up\s+)?next)\b"
     r"(?:\s+(?:next|first|today|this week|right now|now))?",
     re.IGNORECASE,
 )
@@ -70,7 +70,7 @@ class Intent:
     added: str | None = None  # tasks: added in this window, one of workspace.selectors.PAST_WINDOWS
 
 
-_DELETE_WORDS = r"delete|remove|erase|get rid of|clear out"
+_DELETE_WORDS = r"delete|remove|erase|get rid of|clear out|clear(?=\s+(?:away\s+)?(?:my|the|all|every|completed|done|finished)\b)"
 _DELETE = re.compile(rf"\b(?:{_DELETE_WORDS})\b", re.IGNORECASE)
 _COMPLETE = re.compile(
     r"^(?:please\s+)?(?:complete|finish|close)\b|\bmark\b.*\b(?:as\s+)?(?:done|complete|completed|finished)\b", re.IGNORECASE
@@ -216,7 +216,8 @@ _HOW_TO = re.compile(
     re.IGNORECASE,
 )
 _CONCEPT = re.compile(
-    r"\bdifference between\b|^(?:why\b|what(?:'s| is| are| does)\s+(?:an?|the)\b(?!.*\b(?:on my|left|due)\b)|what does .+ mean\b)",
+    r"\bdifference between\b|^(?:why\b|what(?:'s| is| are| does)\s+(?:an?|the)\b"
+    r"(?!.*\b(?:on my|left|due|overdue|urgent|important|priority|next)\b)|what does .+ mean\b)",
     re.IGNORECASE,
 )
 _MY_WORKSPACE = re.compile(r"\b(?:my|our)\s+(?:\w+\s+)?(?:tasks?|notes?|projects?|to-?dos?|plate)\b", re.IGNORECASE)
@@ -285,7 +286,7 @@ def parse(text: str) -> Intent:
         return Intent("tasks", status=_status(lower), project_name=project_name, added=_COMPLETED_WINDOWS.get(when))
     if _PASSWORD.search(raw) and not _WORKSPACE_NOUN.search(raw):
         return Intent("knowledge", search=raw)  # the guide says how; nothing in the workspace does it
-    if _OTHER_TASK_CHANGE.match(raw):
+    if _OTHER_TASK_CHANGE.match(raw) or re.match(_POLITELY + r"(?:archive|unarchive)\b", raw, re.IGNORECASE):
         return Intent("cannot")
 
     mentions_notes = bool(re.search(r"\bnotes?\b", lower))
@@ -391,7 +392,11 @@ def _picked_by_date(raw: str) -> dict[str, str | None]:
 
 _DUE_WINDOWS = [
     (r"\boverdue\b|\bpast due\b|\blate\b", "overdue"),
-    (r"\bdue\b.*\b(?:next|coming)\s+(?:7|seven)\s+days\b|\b(?:next|coming)\s+(?:7|seven)\s+days\b.*\bdue\b|\bdue soon\b", "next_7_days"),
+    (
+        r"\bdue\b.*\b(?:next|coming)\s+(?:7|seven)\s+days\b|\b(?:next|coming)\s+(?:7|seven)\s+days\b.*\bdue\b|\bdue soon\b"
+        r"|\bcoming up\b|\bupcoming\b",
+        "next_7_days",
+    ),
     (r"\bdue\b.*\bthis week\b|\bthis week\b.*\bdue\b", "this_week"),
     (r"\bdue\b.*\bnext week\b|\bnext week\b.*\bdue\b", "next_week"),
     (r"\bdue\b.*\bthis month\b|\bthis month\b.*\bdue\b", "this_month"),
@@ -439,7 +444,21 @@ def _due_window(lower: str) -> str | None:
     for pattern, window in _DUE_WINDOWS:
         if re.search(pattern, lower):
             return window
+    if _WHAT_IS_OPEN.search(lower):
+        return None  # "what's on my plate today?" is everything not done yet, due or not
+    if agenda := _AGENDA.search(lower) or _TASKS_FOR.search(lower):
+        return _AGENDA_DAYS[agenda["when"]]
     return None
+
+
+# A day's or week's agenda asked for without the word "due": "what do I have tomorrow?", "what's
+# on today?", "what's happening this week?", "my tasks for this week". Not what was done or added.
+_AGENDA_DAYS = {"today": "today", "tonight": "today", "tomorrow": "tomorrow", "this week": "this_week", "next week": "next_week"}
+_AGENDA = re.compile(
+    r"^(?:what|anything)\b(?:(?!\b(?:did|done|finish\w*|complet\w*|add\w*|creat\w*)\b).)*?"
+    r"\b(?:have|got|on|happening|planned|scheduled)\b.*?\b(?P<when>today|tonight|tomorrow|this week|next week)\b"
+)
+_TASKS_FOR = re.compile(r"\b(?:tasks?|to-?dos?)\s+(?:for|on)\s+(?P<when>today|tonight|tomorrow|this week|next week)\b")
 
 
 def _due_at_end(title: str) -> tuple[str, dict[str, str]]:
