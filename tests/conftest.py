@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import zoneinfo
 
 import channels.db
@@ -93,6 +94,19 @@ def zone_whose_date_is_not_utcs() -> tuple[str, dt.date]:
         if today != utc_today:
             return name, today
     raise AssertionError("unreachable: the two zones are 25 hours apart")
+
+
+async def query_tasks_as(user, arguments: dict, *, time_zone: str = "UTC"):
+    """The query_tasks tool as a model calls it for `user` (in a conversation of theirs): its outcome."""
+    from channels.db import database_sync_to_async
+
+    from chat import services, tools
+    from llm import ToolCall
+
+    conversation = await database_sync_to_async(services.start_conversation)(user=user)
+    ctx = tools.ToolContext(user=user, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
+                            timeouts=None, time_zone=time_zone)  # fmt: skip
+    return await tools.execute(ctx=ctx, call=ToolCall(id="c1", name="query_tasks", arguments=json.dumps(arguments)))
 
 
 def build_workspace(user, *, tag: str) -> dict:

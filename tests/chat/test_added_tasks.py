@@ -12,9 +12,8 @@ from channels.db import database_sync_to_async
 
 from chat import services, tools
 from chat.models import Message
-from llm import ToolCall
 from questions.models import QuestionGroup
-from tests.conftest import zone_whose_date_is_not_utcs
+from tests.conftest import query_tasks_as, zone_whose_date_is_not_utcs
 from tests.websocket import form_frame, frames_of_turn, open_socket
 from workspace import selectors
 from workspace import services as workspace_services
@@ -70,24 +69,9 @@ async def test_the_query_tool_lists_what_was_added_today_in_the_persons_calendar
     zone, today = zone_whose_date_is_not_utcs()
     await database_sync_to_async(added_task)(alice, "theirs", at(today, 12, zone))
     await database_sync_to_async(added_task)(alice, "the day before", at(today, 12, zone) - dt.timedelta(days=1))
-    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
-    ctx = tools.ToolContext(user=alice, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
-                            timeouts=None, time_zone=zone)  # fmt: skip
-    result = json.loads((await tools.execute(ctx=ctx, call=ToolCall(id="c1", name="query_tasks", arguments='{"added": "today"}'))).content)
+    result = json.loads((await query_tasks_as(alice, {"added": "today"}, time_zone=zone)).content)
     assert [t["title"] for t in result["tasks"]] == ["theirs"]
     assert (result["added_from"], result["added_until"], result["today"]) == (today.isoformat(),) * 3
-
-
-@pytest.mark.parametrize(
-    ("arguments", "error"),
-    [({"added": "tomorrow"}, "added"), ({"added": "today", "completed": "today"}, "one of due, due_on, completed and added at most")],
-)
-async def test_a_bad_added_window_is_a_tool_error_the_model_can_correct(alice, arguments, error):
-    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
-    ctx = tools.ToolContext(user=alice, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
-                            timeouts=None, time_zone="UTC")  # fmt: skip
-    result = await tools.execute(ctx=ctx, call=ToolCall(id="c1", name="query_tasks", arguments=json.dumps(arguments)))
-    assert result.is_error and error in result.content
 
 
 async def chat(alice, text, zone):

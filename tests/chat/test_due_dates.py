@@ -9,10 +9,9 @@ import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from chat import agent, services, tools
+from chat import agent, services
 from chat.models import Message
-from llm import ToolCall
-from tests.conftest import AHEAD, zone_whose_date_is_not_utcs
+from tests.conftest import AHEAD, query_tasks_as, zone_whose_date_is_not_utcs
 from tests.websocket import form_frame, frames_of_turn, open_socket
 from workspace import selectors
 from workspace import services as workspace_services
@@ -82,13 +81,9 @@ async def test_the_query_tool_reads_today_in_the_users_time_zone(alice):
     await database_sync_to_async(workspace_services.create_task)(user=alice, title="theirs", due_date=today)
     utc_today = timezone.localdate(timezone=dt.timezone.utc)
     await database_sync_to_async(workspace_services.create_task)(user=alice, title="the server's", due_date=utc_today)
-    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
 
     async def due_today(time_zone):
-        ctx = tools.ToolContext(user=alice, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
-                                timeouts=None, time_zone=time_zone)  # fmt: skip
-        call = ToolCall(id="c1", name="query_tasks", arguments=json.dumps({"due": "today"}))
-        return json.loads((await tools.execute(ctx=ctx, call=call)).content)
+        return json.loads((await query_tasks_as(alice, {"due": "today"}, time_zone=time_zone)).content)
 
     result = await due_today(zone)
     assert [t["title"] for t in result["tasks"]] == ["theirs"]
@@ -96,12 +91,6 @@ async def test_the_query_tool_reads_today_in_the_users_time_zone(alice):
         today.isoformat(), zone, today.isoformat(), today.isoformat()
     )  # fmt: skip
     assert [t["title"] for t in (await due_today("UTC"))["tasks"]] == ["the server's"]
-
-    ctx = tools.ToolContext(
-        user=alice, conversation_id=conversation.pk, tool_call_id="c2", in_reply_to_id=0, timeouts=None, time_zone="UTC"
-    )
-    bad = await tools.execute(ctx=ctx, call=ToolCall(id="c2", name="query_tasks", arguments=json.dumps({"due": "someday"})))
-    assert bad.is_error and "due" in bad.content
 
 
 async def chat(alice, text, **frame):
@@ -221,13 +210,17 @@ async def test_a_due_date_the_calendar_does_not_have_is_said_so(alice, text):
 
 @pytest.mark.parametrize(
     ("arguments", "error"),
-    [({"due_on": "2026-13-01"}, "due_on"), ({"due_on": "Dec 5"}, "due_on"), ({"due_on": "2026-12-05", "due": "today"}, "at most")],
+    [
+        ({"due": "someday"}, "due"),
+        ({"due_on": "2026-13-01"}, "due_on"),
+        ({"due_on": "Dec 5"}, "due_on"),
+        ({"added": "tomorrow"}, "added"),
+        ({"due_on": "2026-12-05", "due": "today"}, "one of due, due_on, completed and added at most"),
+        ({"added": "today", "completed": "today"}, "one of due, due_on, completed and added at most"),
+    ],
 )
-async def test_a_bad_due_date_is_a_tool_error_the_model_can_correct(alice, arguments, error):
-    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
-    ctx = tools.ToolContext(user=alice, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
-                            timeouts=None, time_zone="UTC")  # fmt: skip
-    result = await tools.execute(ctx=ctx, call=ToolCall(id="c1", name="query_tasks", arguments=json.dumps(arguments)))
+async def test_a_bad_date_filter_is_a_tool_error_the_model_can_correct(alice, arguments, error):
+    result = await query_tasks_as(alice, arguments)
     assert result.is_error and error in result.content
 
 
@@ -235,10 +228,6 @@ async def test_the_query_tool_lists_the_tasks_due_on_a_date(alice):
     day = dt.date(2026, 12, 5)
     await database_sync_to_async(workspace_services.create_task)(user=alice, title="That day", due_date=day)
     await database_sync_to_async(workspace_services.create_task)(user=alice, title="Next day", due_date=day + dt.timedelta(days=1))
-    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
-    ctx = tools.ToolContext(user=alice, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
-                            timeouts=None, time_zone="UTC")  # fmt: skip
-    call = ToolCall(id="c1", name="query_tasks", arguments=json.dumps({"due_on": "2026-12-05"}))
-    result = json.loads((await tools.execute(ctx=ctx, call=call)).content)
+    result = json.loads((await query_tasks_as(alice, {"due_on": "2026-12-05"})).content)
     assert [t["title"] for t in result["tasks"]] == ["That day"]
     assert (result["due_from"], result["due_until"], result["filters"]["due_on"]) == ("2026-12-05",) * 3
