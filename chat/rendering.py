@@ -302,14 +302,7 @@ def tool_activity(message: Message) -> list[ToolActivity]:
 def describe_tool_call(name: str, args: dict) -> str:
     """What a lookup did, as a person would say it ("Looked at up to 50 in-progress tasks")."""
     if name == "query_tasks":
-        noun = task_noun(
-            status=args.get("status", "all"),
-            priority_at_least=args.get("priority_at_least"),
-            due=args.get("due"),
-            due_on=args.get("due_on"),
-            completed=args.get("completed"),
-            added=args.get("added"),
-        )
+        noun = task_noun(args)
         limit = args.get("limit")
         # A limit of 1 is how totals are counted; "up to 1 tasks" would say nothing useful.
         what = f"up to {limit} {noun}" if isinstance(limit, int) and 1 < limit < 500 else f"your {noun}"

@@ -240,14 +240,7 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
 
 def _picked_noun(intent: Intent, *, count: int = 2) -> str:
     """ "completed tasks", "tasks due today", "urgent task": the tasks a change picks, in words."""
-    noun = phrasing.task_noun(
-        status=intent.status,
-        priority_at_least=intent.priority,
-        due=intent.due,
-        due_on=intent.due_on,
-        completed=intent.completed,
-        added=intent.added,
-    )
+    noun = phrasing.task_noun(_task_filters(intent))
     return noun if count != 1 else re.sub(r"\btasks\b", "task", noun)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "completed", "open": "open", "all": ""}
 
@@ -84,18 +85,12 @@ def due_words(due: object = None, due_on: object = None) -> str:
     return f"due on {day:%a} {day:%b} {day.day}" + (f", {day.year}" if day.year != dt.date.today().year else "")
 
 
-def task_noun(
-    *,
-    status: object = "all",
-    priority_at_least: object = None,
-    due: object = None,
-    due_on: object = None,
-    completed: object = None,
-    added: object = None,
-) -> str:
-    """The tasks a query_tasks filter picks, in words: "in-progress tasks", "urgent tasks due today",
-    "tasks completed this week", "to-do tasks added today". Unknown values (a model's arguments
-    are read here too) are left out rather than guessed."""
+def task_noun(filters: Mapping[str, object]) -> str:
+    """The tasks query_tasks `filters` pick, in words: "in-progress tasks", "urgent tasks due
+    today", "tasks completed this week", "to-do tasks added today". Unknown values (a model's
+    arguments are read here too) are left out rather than guessed."""
+    status, priority_at_least = filters.get("status", "all"), filters.get("priority_at_least")
+    due, due_on, completed, added = (filters.get(k) for k in ("due", "due_on", "completed", "added"))
     priority = PRIORITY_WORDS.get(str(priority_at_least), "")
     if str(completed) in PAST_DAYS:
         return " ".join(filter(None, [priority, "tasks completed", PAST_DAYS[str(completed)]]))
@@ -114,15 +109,7 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
     filters = result.get("filters", {})
     status = filters.get("status", "all")
     where = scope(project_name, search)
-    noun = task_noun(
-        status=status,
-        priority_at_least=filters.get("priority_at_least"),
-        due=filters.get("due"),
-        due_on=filters.get("due_on"),
-        completed=filters.get("completed"),
-        added=filters.get("added"),
-    )
-    noun += _window(result)
+    noun = task_noun(filters) + _window(result)
     if not tasks:
         return f"You have no {noun}{where}."
     lines = [f"Here are your {noun}{where} ({result['total']}):", ""]
