@@ -93,12 +93,12 @@ class QueryTasksArgs(_Args):
     completed: PastWindow | None = Field(
         None,
         description="Only tasks completed in this window of the user's calendar (this_week: Monday to today; "
-        "last_week: Monday to Sunday; this_month: the 1st to today), most recently completed first; not together with due.",
+        "last_week: Monday to Sunday; this_month: the 1st to today), most recently completed first; not together with due, due_on or added.",
     )
     added: PastWindow | None = Field(
         None,
         description="Only tasks added (created) in this window of the user's calendar, the same windows as completed; "
-        "newest first; not together with due or completed.",
+        "newest first; not together with due, due_on or completed.",
     )
     priority_at_least: Literal["medium", "high", "urgent"] | None = Field(
         None, description="Only tasks of this priority or higher ('high': high and urgent)."

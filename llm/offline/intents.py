@@ -150,8 +150,9 @@ _POINTED_AT_CHANGE = re.compile(
     r"(?=\s*(?:[?.!,]|$)|\s+(?:as|to|please|now|for me)\b|\s+(?:done|complete|completed|finished)\s*(?:[?.!,]|$))",
     re.IGNORECASE,
 )
-# "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
-_COMPLETED_WINDOWS = {
+# Days up to today, as people say them: when tasks were completed ("what did I finish this week?")
+# or added ("what did I add today?").
+_PAST_WINDOWS = {
     "today": "today",
     "yesterday": "yesterday",
     "this week": "this_week",
@@ -162,10 +163,11 @@ _COMPLETED_WINDOWS = {
     "this month": "this_month",
     "last month": "last_month",
 }
+# "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
 _WHAT_WAS_DONE = re.compile(
     r"\bwhat\s+(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get done|got done|gotten done|done"
     r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|(?:this|last) (?:week|month))\b))\b"
-    rf"(?:.*?\b(?P<when>{'|'.join(_COMPLETED_WINDOWS)}))?",
+    rf"(?:.*?\b(?P<when>{'|'.join(_PAST_WINDOWS)}))?",
     re.IGNORECASE,
 )
 # "What did I add today?", "which tasks did I create this week?", "tasks I added yesterday": the
@@ -173,7 +175,7 @@ _WHAT_WAS_DONE = re.compile(
 _WHAT_WAS_ADDED = re.compile(
     r"\b(?:(?:what|which)\s+(?:new\s+)?(?:tasks?\s+|to-?dos?\s+)?(?:did|have|'ve)\s+(?:i|we)\s+(?:just\s+)?(?:add(?:ed)?|create(?:d)?)"
     r"|(?:tasks?|to-?dos?)\s+(?:(?:that\s+)?(?:i|we)\s+(?:have\s+|'ve\s+)?)?(?:added|created))\b"
-    rf"(?:.*?\b(?P<when>{'|'.join(_COMPLETED_WINDOWS)}))?",
+    rf"(?:.*?\b(?P<when>{'|'.join(_PAST_WINDOWS)}))?",
     re.IGNORECASE,
 )
 _ADDED_TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*)")
@@ -275,7 +277,7 @@ def parse(text: str) -> Intent:
         return Intent("knowledge", search=raw)
     if done := _WHAT_WAS_DONE.search(raw):
         when = (done["when"] or "").lower()
-        return Intent("tasks", status="completed", project_name=_project_name(raw), completed=_COMPLETED_WINDOWS.get(when))
+        return Intent("tasks", status="completed", project_name=_project_name(raw), completed=_PAST_WINDOWS.get(when))
     if pointed := _POINTED_AT_CHANGE.match(raw):
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):
@@ -283,7 +285,7 @@ def parse(text: str) -> Intent:
     if (added := _WHAT_WAS_ADDED.search(raw)) and not re.search(r"\bnotes?\b", lower):
         when = (added["when"] or "").lower()
         project_name = _project_name(raw) or ((to := _ADDED_TO.search(raw)) and to["name"]) or None
-        return Intent("tasks", status=_status(lower), project_name=project_name, added=_COMPLETED_WINDOWS.get(when))
+        return Intent("tasks", status=_status(lower), project_name=project_name, added=_PAST_WINDOWS.get(when))
     if _PASSWORD.search(raw) and not _WORKSPACE_NOUN.search(raw):
         return Intent("knowledge", search=raw)  # the guide says how; nothing in the workspace does it
     if _OTHER_TASK_CHANGE.match(raw) or re.match(_POLITELY + r"(?:archive|unarchive)\b", raw, re.IGNORECASE):
@@ -374,7 +376,7 @@ def _write_intent(raw: str) -> Intent | None:
     return None
 
 
-_COMPLETED_IN = re.compile(rf"\b(?:completed|finished|done|closed)\b.*?\b(?P<when>{'|'.join(_COMPLETED_WINDOWS)})\b", re.IGNORECASE)
+_COMPLETED_IN = re.compile(rf"\b(?:completed|finished|done|closed)\b.*?\b(?P<when>{'|'.join(_PAST_WINDOWS)})\b", re.IGNORECASE)
 
 
 def _picked_by_date(raw: str) -> dict[str, str | None]:
@@ -384,9 +386,9 @@ def _picked_by_date(raw: str) -> dict[str, str | None]:
     if due := _due_window(raw.lower()):
         return {"due": due}
     if (added := _WHAT_WAS_ADDED.search(raw)) and added["when"]:
-        return {"added": _COMPLETED_WINDOWS[added["when"].lower()]}
+        return {"added": _PAST_WINDOWS[added["when"].lower()]}
     if done := _COMPLETED_IN.search(raw):
-        return {"completed": _COMPLETED_WINDOWS[done["when"].lower()]}
+        return {"completed": _PAST_WINDOWS[done["when"].lower()]}
     return {}
 
 

@@ -94,11 +94,10 @@ def task_noun(filters: Mapping[str, object]) -> str:
     priority = PRIORITY_WORDS.get(str(priority_at_least), "")
     if str(completed) in PAST_DAYS:
         return " ".join(filter(None, [priority, "tasks completed", PAST_DAYS[str(completed)]]))
-    if str(added) in PAST_DAYS:
-        label = "" if status == "open" and priority else STATUS_LABEL.get(str(status), "")
-        return " ".join(filter(None, [label, priority, "tasks added", PAST_DAYS[str(added)]]))
     # What is urgent is open unless said otherwise: "urgent tasks", not "open urgent tasks".
     label = "" if status == "open" and priority else STATUS_LABEL.get(str(status), "")
+    if str(added) in PAST_DAYS:
+        return " ".join(filter(None, [label, priority, "tasks added", PAST_DAYS[str(added)]]))
     if due == "overdue":  # an adjective: "overdue to-do tasks"
         return " ".join(filter(None, ["overdue", label, priority, "tasks"]))
     return " ".join(filter(None, [label, priority, "tasks", due_words(due, due_on)]))
@@ -137,10 +136,10 @@ def _priority_word(result: dict) -> str:
 
 def count_answer(result: dict, *, project_name: str | None) -> str:
     total = result["total"]
-    status = result.get("filters", {}).get("status", "all")
+    filters = result.get("filters", {})
+    status = filters.get("status", "all")
     where = scope(project_name, None)
     plural = " ".join(filter(None, [_priority_word(result), "task" if total == 1 else "tasks"]))
-    filters = result.get("filters", {})
     if due := due_words(filters.get("due"), filters.get("due_on")):
         return f"You have **{total}** open {plural} {due}{_window(result)}{where}."
     if status == "completed":
