@@ -90,6 +90,7 @@ class QueryTasksArgs(_Args):
         description="Only tasks due on this date (YYYY-MM-DD) of the user's calendar, for a date no window names "
         "(\"due on Dec 5\"); completed tasks are left out unless status is 'completed'.",
     )
+    no_due_date: bool = Field(False, description="Only tasks that have no due date; not together with due or due_on.")
     completed: PastWindow | None = Field(
         None,
         description="Only tasks completed in this window of the user's calendar (this_week: Monday to today; "
@@ -109,6 +110,8 @@ class QueryTasksArgs(_Args):
     def _one_date_window(self) -> QueryTasksArgs:
         if sum(window is not None for window in (self.due, self.due_on, self.completed, self.added)) > 1:
             raise ValueError("use one of due, due_on, completed and added at most")
+        if self.no_due_date and (self.due is not None or self.due_on is not None):
+            raise ValueError("no_due_date lists the tasks without one: not together with due or due_on")
         return self
 
 
@@ -228,6 +231,7 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
         due=due,
         completed=completed,
         added=added,
+        undated=args.no_due_date,
         time_zone=zone,
         priority_at_least=args.priority_at_least,
         limit=args.limit,

@@ -132,6 +132,7 @@ def tasks_for_user(
     due: DayWindow | None = None,
     completed: DayWindow | None = None,
     added: DayWindow | None = None,
+    undated: bool = False,
     time_zone: dt.tzinfo = dt.UTC,
     priority_at_least: str | None = None,
     limit: int = 100,
@@ -140,10 +141,12 @@ def tasks_for_user(
     only tasks of it or above ("high": high and urgent). With `due`: tasks due in that window,
     soonest first; completed ones only when `status` asks for them (what is due is what is still
     to do). With `completed` (or `added`): tasks completed (added) on those days of `time_zone`'s
-    calendar. Completed tasks alone (`completed`, or the status "completed") come the most
-    recently completed first; other listings the newest first."""
+    calendar. `undated`: only tasks with no due date. Completed tasks alone (`completed`, or the
+    status "completed") come the most recently completed first; other listings the newest first."""
     if sum(window is not None for window in (due, completed, added)) > 1:
         raise ValueError("a listing is by one date at most: due, completed or added")
+    if undated and due is not None:
+        raise ValueError("a task with no due date is due in no window")
     tasks = Task.objects.filter(owner=user).select_related("project")
     if status == "open":
         tasks = tasks.exclude(status=Task.Status.COMPLETED)
@@ -160,6 +163,8 @@ def tasks_for_user(
         tasks = tasks.filter(status=Task.Status.COMPLETED, **_moments_in("completed_at", completed, time_zone))
     if added is not None:
         tasks = tasks.filter(**_moments_in("created_at", added, time_zone))
+    if undated:
+        tasks = tasks.filter(due_date__isnull=True)
     if completed is not None or status == Task.Status.COMPLETED:
         return _page(tasks.order_by("-completed_at", "-id"), limit=limit)
     if due is None:

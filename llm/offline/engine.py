@@ -161,6 +161,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
                 "project_id": project_id,
                 "due": intent.due,
                 "due_on": intent.due_on,
+                "no_due_date": intent.undated or None,
                 "priority_at_least": intent.priority,
                 "limit": 1,
             }
@@ -253,6 +254,7 @@ def _task_filters(intent: Intent) -> dict:
         "due_on": intent.due_on,
         "completed": intent.completed,
         "added": intent.added,
+        "no_due_date": intent.undated or None,
         "priority_at_least": intent.priority,
     }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import TypedDict
 
 from llm.offline.phrasing import WEEKDAYS
 
@@ -68,6 +69,7 @@ class Intent:
     due_on: str | None = None  # tasks/count_tasks and changes: due on this date (ISO), one no window names
     completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.PAST_WINDOWS
     added: str | None = None  # tasks: added in this window, one of workspace.selectors.PAST_WINDOWS
+    undated: bool = False  # tasks/count_tasks and changes: only tasks with no due date
 
 
 _DELETE_WORDS = r"delete|remove|erase|get rid of|clear out|clear(?=\s+(?:away\s+)?(?:my|the|all|every|completed|done|finished)\b)"
@@ -312,6 +314,8 @@ def parse(text: str) -> Intent:
         return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due_on=due_on, priority=priority)
     if dated := _DUE_DATE.search(raw):  # "due on Nov 31": no listing would be right
         return Intent("no_such_date", search=re.sub(r"^due\s+(?:(?:on|by)\s+)?(?:the\s+)?", "", dated[0], flags=re.IGNORECASE))
+    if _UNDATED.search(raw):
+        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, undated=True, priority=priority)
     if due := _due_window(lower):
         # "What's due this week?", "list everything due this week", "anything overdue in Atlas?"
         return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due=due, priority=priority)
@@ -360,27 +364,48 @@ def _write_intent(raw: str) -> Intent | None:
     if move:
         search = _term_before_tasks(move["what"]) or _search_term(raw, None) or _named_task(move["what"])
     else:
-        undated = _DUE_DATE.sub("", raw)  # "due on Dec 5" picks by date; it is no title to search for
-        search = _search_term(undated, project_name) or _term_before_tasks(undated) or _named_task(undated)
+        # "due on Dec 5", "with no due date" pick by date: they are no title to search for
+        plain = _UNDATED.sub("", _DUE_DATE.sub("", raw))
+        search = _search_term(plain, project_name) or _term_before_tasks(plain) or _named_task(plain)
     if search is None and _ONE_TASK.search(raw) and not re.search(r"\b(?:all|every|each)\b", lower):
         return None  # "delete the task" names no task: never propose every one of them
     # Which tasks, as a listing would pick them: "delete the tasks due today", "complete all the
     # urgent tasks", "delete the tasks I added yesterday" touch those tasks and no others.
-    picked = _picked_by_date(raw) | {"priority": _priority(lower), "search": search}
+    picked = _picked_by_date(raw)
     if move:
-        return Intent("move_tasks", status=_status(lower), target_project=move["target"], **picked)
+        return Intent(
+            "move_tasks", status=_status(lower), target_project=move["target"], priority=_priority(lower), search=search, **picked
+        )
     if _DELETE.search(raw):
-        return Intent("delete_tasks", status=_status(lower), project_name=project_name, **picked)
+        return Intent("delete_tasks", status=_status(lower), project_name=project_name, priority=_priority(lower), search=search, **picked)
     if _COMPLETE.search(raw):
-        return Intent("complete_tasks", status="all", project_name=project_name, **picked)
+        return Intent("complete_tasks", status="all", project_name=project_name, priority=_priority(lower), search=search, **picked)
     return None
 
 
+class _Dates(TypedDict, total=False):
+    """The Intent fields that pick tasks by a date."""
+
+    due: str
+    due_on: str
+    added: str
+    completed: str
+    undated: bool
+
+
+# "Tasks without a due date", "which tasks have no deadline?", "undated tasks".
+_UNDATED = re.compile(
+    r"\b(?:without|with\s+no|have\s+no|has\s+no|having\s+no|missing|lacking|no)\s+(?:a\s+|any\s+)?(?:due(?:\s+date)?|deadlines?)\b|\bundated\b",
+    re.IGNORECASE,
+)
 _COMPLETED_IN = re.compile(rf"\b(?:completed|finished|done|closed)\b.*?\b(?P<when>{'|'.join(_PAST_WINDOWS)})\b", re.IGNORECASE)
 
 
-def _picked_by_date(raw: str) -> dict[str, str | None]:
-    """The one date window a change names, as Intent fields: due, else added, else completed."""
+def _picked_by_date(raw: str) -> _Dates:
+    """The one date window a change names, as Intent fields: no due date, a due date or window,
+    else added, else completed."""
+    if _UNDATED.search(raw):
+        return {"undated": True}
     if due_on := _due_date(raw):
         return {"due_on": due_on}
     if due := _due_window(raw.lower()):
@@ -463,7 +488,7 @@ _AGENDA = re.compile(
 _TASKS_FOR = re.compile(r"\b(?:tasks?|to-?dos?)\s+(?:for|on)\s+(?P<when>today|tonight|tomorrow|this week|next week)\b")
 
 
-def _due_at_end(title: str) -> tuple[str, dict[str, str]]:
+def _due_at_end(title: str) -> tuple[str, _Dates]:
     """A new task's title without the day it is due, and that day as Intent fields: a due window
     ("tomorrow", "friday") or a date ("due on Dec 5")."""
     if (dated := _DATE_AT_END.search(title)) and dated.start() > 0 and (due_on := _due_date(title, pattern=_DATE_AT_END)):

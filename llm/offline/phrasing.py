@@ -100,7 +100,8 @@ def task_noun(filters: Mapping[str, object]) -> str:
         return " ".join(filter(None, [label, priority, "tasks added", PAST_DAYS[str(added)]]))
     if due == "overdue":  # an adjective: "overdue to-do tasks"
         return " ".join(filter(None, ["overdue", label, priority, "tasks"]))
-    return " ".join(filter(None, [label, priority, "tasks", due_words(due, due_on)]))
+    undated = "with no due date" if filters.get("no_due_date") is True else ""
+    return " ".join(filter(None, [label, priority, "tasks", due_words(due, due_on) or undated]))
 
 
 def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
@@ -142,6 +143,8 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
     plural = " ".join(filter(None, [_priority_word(result), "task" if total == 1 else "tasks"]))
     if due := due_words(filters.get("due"), filters.get("due_on")):
         return f"You have **{total}** open {plural} {due}{_window(result)}{where}."
+    if filters.get("no_due_date") is True:
+        return f"You have **{total}** {plural} with no due date{where}."
     if status == "completed":
         return f"You have completed **{total}** {plural}{where}."
     if status == "in_progress":

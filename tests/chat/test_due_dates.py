@@ -217,6 +217,8 @@ async def test_a_due_date_the_calendar_does_not_have_is_said_so(alice, text):
         ({"added": "tomorrow"}, "added"),
         ({"due_on": "2026-12-05", "due": "today"}, "one of due, due_on, completed and added at most"),
         ({"added": "today", "completed": "today"}, "one of due, due_on, completed and added at most"),
+        ({"no_due_date": True, "due": "today"}, "not together with due or due_on"),
+        ({"no_due_date": "maybe"}, "no_due_date"),
     ],
 )
 async def test_a_bad_date_filter_is_a_tool_error_the_model_can_correct(alice, arguments, error):
@@ -231,3 +233,15 @@ async def test_the_query_tool_lists_the_tasks_due_on_a_date(alice):
     result = json.loads((await query_tasks_as(alice, {"due_on": "2026-12-05"})).content)
     assert [t["title"] for t in result["tasks"]] == ["That day"]
     assert (result["due_from"], result["due_until"], result["filters"]["due_on"]) == ("2026-12-05",) * 3
+
+
+async def test_tasks_with_no_due_date_offline_and_through_the_tool(alice):
+    for title, due in [("Someday", None), ("Dated", dt.date(2026, 12, 5)), ("Whenever", None)]:
+        await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due)
+    result = json.loads((await query_tasks_as(alice, {"no_due_date": True, "added": "today"})).content)
+    assert sorted(t["title"] for t in result["tasks"]) == ["Someday", "Whenever"]
+    _, frames, reply = await chat(alice, "show my tasks without a due date")
+    assert reply.content.startswith("Here are your tasks with no due date (2):"), reply.content
+    assert "Dated" not in reply.content and "Looked at up to 50 tasks with no due date" in frames
+    _, _, count = await chat(alice, "how many tasks have no deadline?")
+    assert count.content == "You have **2** tasks with no due date."
