@@ -10,13 +10,13 @@ STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "com
 CAPABILITIES = (
     "I'm Clarion's **offline engine**: I run without a model or network, so I understand a fixed set of "
     "requests about your workspace. Try:\n\n"
-    "- “what's in progress?”, “what's urgent?” or “show my to-do tasks”\n"
+    "- “what's in progress?”, “what's urgent?”, “what's due this week?” or “show my to-do tasks”\n"
     "- “show my tasks in Atlas” or “find tasks about design”\n"
     "- “find notes about the launch”\n"
     "- “how many tasks did I complete?”\n"
     "- “list my projects”\n"
     "- “delete all my completed tasks”, “mark the design tasks as done”, “move the design tasks to Atlas”, "
-    "“add a task called Book venue in Harbor” — I always show you the changes to confirm first\n"
+    "“add a task called Book venue in Harbor”, “remind me to call Bob tomorrow” — I always show you the changes to confirm first\n"
     "- “clean up my tasks” — I'll ask what you mean\n"
     "- questions about Clarion itself, such as “how do I connect my own model?”, from the knowledge base\n\n"
     "For open-ended conversation, connect a model by setting `LLM_BASE_URL` (see the README)."
@@ -27,7 +27,7 @@ PRIORITY_WORDS = {"urgent": "urgent", "high": "high-priority", "medium": "medium
 
 CANNOT_CHANGE = (
     "Offline I can add, complete, move and delete tasks and add notes; other changes (renaming, priorities, "
-    "due dates, starting a task, editing or deleting notes and projects) I can't make, so nothing was changed. "
+    "changing due dates, starting a task, editing or deleting notes and projects) I can't make, so nothing was changed. "
     "With a model connected (`LLM_BASE_URL`) the assistant can."
 )
 
