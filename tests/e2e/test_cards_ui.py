@@ -255,11 +255,11 @@ def test_a_reload_with_an_empty_composer_resumes_a_paused_countdown(model_server
     row = PendingQuestion.objects.get(conversation__owner__username="resumer")
     assert row.paused_at is not None
 
-    # The reloaded page's socket reaches nothing (as if it opened after the broadcast of the
-    # running clock): the card must come back from the resume request itself.
-    page.route_web_socket(re.compile(r"/ws/conversations/"), lambda ws: None)
+    # The reloaded page's socket does not open (as if it opened only after the broadcast of the
+    # running clock): the card must come back from the resume request itself. A socket that
+    # opened would be sent the broadcast; refusing it keeps the page on the request.
+    page.route_web_socket(re.compile(r"/ws/conversations/"), lambda ws: ws.close(code=1012, reason="not yet"))
     page.reload()  # within the 5 s idle window: the tab that paused it is gone
-    wait_for_socket(page)
     # The text comes back as the conversation's draft; a kept draft is not typing.
     expect(page.locator("#composer-input")).to_have_value("hmm")
     expect(pending_card(page)).to_have_attribute("data-paused", "0")
