@@ -156,16 +156,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         return phrasing.notes_answer(steps[-1].result, project_name=project_name, search=intent.search)
     if intent.kind == "count_tasks":
         if not steps:
-            query = {
-                "status": intent.status,
-                "project_id": project_id,
-                "due": intent.due,
-                "due_on": intent.due_on,
-                "no_due_date": intent.undated or None,
-                "priority_at_least": intent.priority,
-                "limit": 1,
-            }
-            return "query_tasks", _without_none(query)
+            return "query_tasks", _without_none({**_task_filters(intent), "project_id": project_id, "limit": 1})
         return phrasing.count_answer(steps[-1].result, project_name=project_name)
     if not steps:
         return "query_tasks", _without_none({**_task_filters(intent), "project_id": project_id, "limit": 50})

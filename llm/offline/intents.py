@@ -310,15 +310,11 @@ def parse(text: str) -> Intent:
     if priority and status == "all":
         status = "open"  # what is urgent is what is still to do, unless the question names a status
     counting = bool(re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower))
-    if due_on := _due_date(raw):
-        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due_on=due_on, priority=priority)
-    if dated := _DUE_DATE.search(raw):  # "due on Nov 31": no listing would be right
+    if (dated := _DUE_DATE.search(raw)) and _due_date(raw) is None:  # "due on Nov 31": no listing would be right
         return Intent("no_such_date", search=re.sub(r"^due\s+(?:(?:on|by)\s+)?(?:the\s+)?", "", dated[0], flags=re.IGNORECASE))
-    if _UNDATED.search(raw):
-        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, undated=True, priority=priority)
-    if due := _due_window(lower):
-        # "What's due this week?", "list everything due this week", "anything overdue in Atlas?"
-        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, due=due, priority=priority)
+    if due := _by_due_date(raw):
+        # "What's due this week?", "what's due on Dec 5?", "anything overdue in Atlas?", "tasks with no due date"
+        return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, priority=priority, **due)
     if counting and (mentions_tasks or status != "all"):
         return Intent("count_tasks", status=status, project_name=project_name, priority=priority)
     if priority:
@@ -401,15 +397,22 @@ _UNDATED = re.compile(
 _COMPLETED_IN = re.compile(rf"\b(?:completed|finished|done|closed)\b.*?\b(?P<when>{'|'.join(_PAST_WINDOWS)})\b", re.IGNORECASE)
 
 
-def _picked_by_date(raw: str) -> _Dates:
-    """The one date window a change names, as Intent fields: no due date, a due date or window,
-    else added, else completed."""
+def _by_due_date(raw: str) -> _Dates:
+    """What a request says of the due date, as Intent fields: none, a date, or a window."""
     if _UNDATED.search(raw):
         return {"undated": True}
     if due_on := _due_date(raw):
         return {"due_on": due_on}
     if due := _due_window(raw.lower()):
         return {"due": due}
+    return {}
+
+
+def _picked_by_date(raw: str) -> _Dates:
+    """The one date a change picks its tasks by, as Intent fields: the due date, else the day
+    they were added, else the day they were completed."""
+    if due := _by_due_date(raw):
+        return due
     if (added := _WHAT_WAS_ADDED.search(raw)) and added["when"]:
         return {"added": _PAST_WINDOWS[added["when"].lower()]}
     if done := _COMPLETED_IN.search(raw):
