@@ -360,8 +360,8 @@ def _write_intent(raw: str) -> Intent | None:
     if move:
         search = _term_before_tasks(move["what"]) or _search_term(raw, None) or _named_task(move["what"])
     else:
-        # "due on Dec 5", "with no due date" pick by date: they are no title to search for
-        plain = _UNDATED.sub("", _DUE_DATE.sub("", raw))
+        # "due on Dec 5", "due Friday", "with no due date" pick by date: they are no title to search for
+        plain = _UNDATED.sub("", _DUE_WINDOW.sub("", _DUE_DATE.sub("", raw)))
         search = _search_term(plain, project_name) or _term_before_tasks(plain) or _named_task(plain)
     if search is None and _ONE_TASK.search(raw) and not re.search(r"\b(?:all|every|each)\b", lower):
         return None  # "delete the task" names no task: never propose every one of them
@@ -435,6 +435,14 @@ _DUE_WINDOWS = [
     (r"\bdue\b.*\btomorrow\b|\btomorrow\b.*\bdue\b", "tomorrow"),
     *((rf"\bdue\b.*\b{day}\b|\b{day}\b.*\bdue\b", day) for day in WEEKDAYS),
 ]
+
+
+# "due Friday", "that are due this week": a due window said after the tasks it picks.
+_DUE_WINDOW = re.compile(
+    r"\s*\b(?:that(?:'s|\s+is|\s+are)\s+|which\s+(?:is|are)\s+)?due\b(?:\s+(?:on|by))?\s+"
+    rf"(?:today|tonight|tomorrow|soon|(?:this|next)\s+(?:week|month)|{'|'.join(WEEKDAYS)})\b",
+    re.IGNORECASE,
+)
 
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")

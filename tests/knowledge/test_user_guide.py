@@ -191,6 +191,7 @@ def test_the_changes_the_guide_says_pick_some_tasks_are_read_with_what_picks_the
         ("delete the tasks due today", {"due": "today"}),
         ("complete all the urgent tasks", {"priority": "urgent"}),
         ("delete the tasks I added yesterday", {"added": "yesterday"}),
+        ("delete the task buy milk due Friday", {"search": "buy milk", "due": "friday"}),
     ]:
         assert f'"{example}"' in changes
         intent = parse(example)

@@ -147,6 +147,10 @@ def test_parse(text, expected):
         ("add a note to Harbor: call the venue", Intent("create_note", title="call the venue", project_name="Harbor")),
         ("create a task in the Atlas project - Book the venue", Intent("create_task", title="Book the venue", project_name="Atlas")),
         ("delete the task buy milk", Intent("delete_tasks", search="buy milk")),
+        # The due day said after a named task picks by it; it is not part of the title.
+        ("delete the task buy milk due Friday", Intent("delete_tasks", search="buy milk", due="friday")),
+        ("mark the task call Bob that is due today as done", Intent("complete_tasks", search="call Bob", due="today")),
+        ("delete the task pay the due fee", Intent("delete_tasks", search="pay the due fee")),
         ("delete task buy milk in Harbor", Intent("delete_tasks", search="buy milk", project_name="Harbor")),
         ("complete the task renew passport", Intent("complete_tasks", search="renew passport")),
         ("mark the task call the landlord as done", Intent("complete_tasks", search="call the landlord")),
