@@ -85,11 +85,14 @@ class OfflineEngine:
         action = _next_action(intent, steps)
         if isinstance(action, str):
             return action, []
-        name, arguments = action
-        if name not in available:
+        wanted = action if isinstance(action, list) else [action]  # a list: looked up together, as a model may
+        if any(name not in available for name, _ in wanted):
             return phrasing.CAPABILITIES, []
-        call = ToolCall(id=f"offline-{len(messages)}-{name}", name=name, arguments=json.dumps(arguments))
-        return "", [call]
+        calls = [
+            ToolCall(id=f"offline-{len(messages)}-{i}-{name}", name=name, arguments=json.dumps(arguments))
+            for i, (name, arguments) in enumerate(wanted)
+        ]
+        return "", calls
 
 
 def _current_request(messages: list[ChatMessage]) -> tuple[str, list[_Step]]:
@@ -105,13 +108,24 @@ def _current_request(messages: list[ChatMessage]) -> tuple[str, list[_Step]]:
     return messages[last_user].content or "", steps
 
 
+Call = tuple[str, dict]  # a tool's name and its arguments
+
+# What "how am I doing?" looks up, in the order phrasing.overview_answer takes the results: the
+# open tasks (counted), the overdue ones, those due in the next seven days, and those completed in
+# the last seven (counted).
+OVERVIEW_QUERIES = (
+    ({"status": "open"}, 1),
+    ({"status": "open", "due": "overdue"}, 10),
+    ({"status": "open", "due": "next_7_days"}, 10),
+    ({"status": "completed", "completed": "last_7_days"}, 1),
+)
 WRITE_KINDS = {"delete_tasks", "complete_tasks", "move_tasks", "create_task", "create_note"}
 BULK_LIMIT = 500
 
 
-def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
-    if steps and "error" in steps[-1].result and "status" not in steps[-1].result:
-        return phrasing.tool_failed(steps[-1].result["error"])
+def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
+    if failed := [s for s in steps if "error" in s.result and "status" not in s.result]:
+        return phrasing.tool_failed(failed[0].result["error"])
     if intent.kind in WRITE_KINDS:
         return _write_action(intent, steps)
     if intent.kind == "help":
@@ -126,6 +140,10 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
         if not steps:
             return "search_knowledge_base", {"question": intent.search}
         return phrasing.knowledge_answer(steps[-1].result)
+    if intent.kind == "overview":
+        if not steps:
+            return [("query_tasks", {**filters, "limit": limit}) for filters, limit in OVERVIEW_QUERIES]
+        return phrasing.overview_answer(*(step.result for step in steps))
     if intent.kind == "projects":
         if not steps:
             return "query_projects", {"include_stats": True}
@@ -165,7 +183,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
     return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
 
 
-def _write_action(intent: Intent, steps: list[_Step]) -> str | tuple[str, dict]:
+def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
     """Writes are proposed, never applied: the person confirms the whole list first."""
     project_id = target_id = None
     if intent.project_name or intent.target_project:

@@ -56,6 +56,7 @@ class Intent:
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
     #   | "no_such_date" (a due date the calendar does not have, "Nov 31": it says so, `search` holds it)
+    #   | "overview" (how the person stands: open, overdue, due soon, recently completed)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
     kind: str
@@ -268,11 +269,28 @@ _PROJECT_STATUS = re.compile(
 )
 
 
+# "How am I doing?", "summarize my week", "give me an overview": how the person stands as a whole.
+# Only the whole message: "a summary of the release notes" asks for something else.
+_OVERVIEW = re.compile(
+    r"^(?:(?:please|so|ok|okay),?\s+)?(?:(?:can|could|would)\s+you\s+)?(?:"
+    r"how\s+am\s+i\s+doing(?:\s+(?:this\s+week|today|with\s+my\s+(?:tasks|work|to-?dos)))?"
+    r"|how(?:'s|\s+is)\s+my\s+(?:week|day|workload)(?:\s+(?:looking|going))?"
+    r"|what\s+does\s+my\s+(?:week|day)\s+look\s+like|where\s+do\s+i\s+stand|catch\s+me\s+up"
+    r"|(?:give\s+me\s+)?(?:an?\s+|my\s+)?(?:weekly\s+|daily\s+)?(?:overview|summary|recap|rundown|status\s+(?:report|update))"
+    r"(?:\s+(?:of|on|for)\s+(?:my\s+)?(?:week|day|tasks|work|workload|progress|everything|today|this\s+week))?"
+    r"|summari[sz]e\s+(?:my\s+)?(?:week|day|tasks|work|workload|progress|everything)"
+    r")(?:\s+please)?\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
 def parse(text: str) -> Intent:
     raw = text.strip()
     lower = raw.lower()
     if not raw or re.fullmatch(r"(hi|hello|hey|help|\?|what can you do\??|who are you\??)[!. ]*", lower):
         return Intent("help")
+    if _OVERVIEW.match(raw):
+        return Intent("overview")
     if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(about["name"]):
         return Intent("project_status", project_name=about["name"])
     if is_knowledge_question(raw):

@@ -13,7 +13,7 @@ CAPABILITIES = (
     "- “what's in progress?”, “what's urgent?”, “what's due this week?” or “show my to-do tasks”\n"
     "- “show my tasks in Atlas” or “find tasks about design”\n"
     "- “find notes about the launch”\n"
-    "- “how many tasks did I complete?”\n"
+    "- “how many tasks did I complete?” or “how am I doing?”\n"
     "- “list my projects”\n"
     "- “delete all my completed tasks”, “mark the design tasks as done”, “move the design tasks to Atlas”, "
     "“add a task called Book venue in Harbor”, “remind me to call Bob tomorrow” — I always show you the changes to confirm first\n"
@@ -193,6 +193,32 @@ def project_status_answer(project: dict, open_tasks: dict) -> str:
     if not open_tasks["tasks"]:
         return f"{head} Nothing in it is left to do."
     return f"{head}\n\n{tasks_answer(open_tasks, project_name=project['name'], search=None)}"
+
+
+def overview_answer(open_tasks: dict, overdue: dict, upcoming: dict, completed: dict) -> str:
+    """How the person stands: the counts first, then what needs them — the overdue tasks and
+    those due in the next seven days. The results come in engine.OVERVIEW_QUERIES' order."""
+    today = dt.date.fromisoformat(overdue["today"])
+    done = f"**{completed['total']}** completed in the last 7 days"
+    if not open_tasks["total"]:
+        return f"Here's where you stand today ({today:%a} {today:%b} {today.day}): nothing is open, and {done}."
+    lines = [
+        f"Here's where you stand today ({today:%a} {today:%b} {today.day}):",
+        "",
+        f"- **{open_tasks['total']}** open task{'s' if open_tasks['total'] != 1 else ''}",
+        f"- **{overdue['total']}** overdue",
+        f"- **{upcoming['total']}** due in the next 7 days{_window(upcoming)}",
+        f"- {done}",
+    ]
+    for title, result in (("Overdue", overdue), ("Due in the next 7 days", upcoming)):
+        if result["tasks"]:
+            lines += ["", f"**{title}** ({result['total']}):", ""]
+            lines += [_task_line(t, show_status=True, today=today) for t in result["tasks"]]
+            if result.get("truncated"):
+                lines.append(f"- …and {result['more']} more")
+    if not overdue["tasks"] and not upcoming["tasks"]:
+        lines += ["", "Nothing is overdue or due in the next 7 days."]
+    return "\n".join(lines)
 
 
 def _project_label(project: dict) -> str:

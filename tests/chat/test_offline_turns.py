@@ -1,9 +1,11 @@
 """The offline engine end to end: real turns, real tools, the seeded demo workspace."""
 
+import datetime as dt
 import json
 
 import pytest
 from channels.db import database_sync_to_async
+from django.utils import timezone
 
 from chat import agent, services
 from workspace import services as workspace_services
@@ -178,3 +180,37 @@ async def test_a_change_to_it_asks_for_the_task_by_name_and_writes_nothing(demo,
 async def test_empty_workspace_says_so(charlie):
     reply, _ = await answer(charlie, "what's in progress?")
     assert reply == "You have no in-progress tasks."
+
+
+@pytest.mark.parametrize("text", ["How am I doing?", "summarize my week", "give me an overview"])
+async def test_how_am_i_doing_counts_what_is_open_late_due_and_done_then_lists_what_needs_doing(demo, text):
+    reply, calls = await answer(demo, text)
+    assert calls == [
+        {"tool": "query_tasks", "status": "open", "limit": 1},
+        {"tool": "query_tasks", "status": "open", "due": "overdue", "limit": 10},
+        {"tool": "query_tasks", "status": "open", "due": "next_7_days", "limit": 10},
+        {"tool": "query_tasks", "status": "completed", "completed": "last_7_days", "limit": 1},
+    ]
+    today = timezone.localdate()
+    week_ago, in_a_week = today - dt.timedelta(days=6), today + dt.timedelta(days=6)
+    open_ = {"status__in": ["todo", "in_progress"]}
+    overdue = await titles(demo, due_date__lt=today, **open_)
+    upcoming = await titles(demo, due_date__range=(today, in_a_week), **open_)
+    done = await titles(demo, status="completed", completed_at__date__range=(week_ago, today))
+    assert overdue and upcoming and done  # the demo workspace has some of each
+    assert f"- **{len(await titles(demo, **open_))}** open tasks\n- **{len(overdue)}** overdue\n" in reply
+    assert f"- **{len(upcoming)}** due in the next 7 days ({today:%a} {today:%b} {today.day} – " in reply
+    assert f"- **{len(done)}** completed in the last 7 days" in reply
+    assert f"**Overdue** ({len(overdue)}):" in reply and all(f"**{t}**" in reply for t in overdue[:10])
+    assert f"**Due in the next 7 days** ({len(upcoming)}):" in reply and all(f"**{t}**" in reply for t in upcoming[:10])
+    later = await titles(demo, due_date__gt=in_a_week, **open_)
+    assert later and not any(f"**{t}**" in reply for t in later)
+
+
+async def test_how_am_i_doing_with_nothing_open_says_so(charlie):
+    reply, _ = await answer(charlie, "how am I doing?")
+    today = timezone.localdate()
+    assert (
+        reply
+        == f"Here's where you stand today ({today:%a} {today:%b} {today.day}): nothing is open, and **0** completed in the last 7 days."
+    )
