@@ -119,6 +119,13 @@ OVERVIEW_QUERIES = (
     ({"status": "open", "due": "next_7_days"}, 10),
     ({"status": "completed", "completed": "last_7_days"}, 1),
 )
+# What "what should I focus on?" looks up: the open tasks that are overdue, due today or urgent.
+FOCUS_QUERIES = (
+    {"status": "open", "due": "overdue"},
+    {"status": "open", "due": "today"},
+    {"status": "open", "priority_at_least": "urgent"},
+)
+FOCUS_LIMIT = 20
 WRITE_KINDS = {"delete_tasks", "complete_tasks", "move_tasks", "create_task", "create_note"}
 BULK_LIMIT = 500
 
@@ -165,6 +172,12 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
             return phrasing.project_status_answer(project, steps[-1].result)
     project_name = _display_name(intent, project_id, steps)
 
+    if intent.kind == "focus":
+        if not steps:
+            return [
+                ("query_tasks", _without_none({**filters, "project_id": project_id, "limit": FOCUS_LIMIT})) for filters in FOCUS_QUERIES
+            ]
+        return phrasing.focus_answer(*(step.result for step in steps), project_name=project_name)
     if intent.kind in ("notes", "count_notes"):
         if not steps:
             limit = 1 if intent.kind == "count_notes" else 20  # a count needs the total alone

@@ -57,6 +57,7 @@ class Intent:
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
     #   | "no_such_date" (a due date the calendar does not have, "Nov 31": it says so, `search` holds it)
     #   | "overview" (how the person stands: open, overdue, due soon, recently completed)
+    #   | "focus" (what to do first: the open tasks that are overdue, due today or urgent)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
     kind: str
@@ -217,7 +218,7 @@ _HOW_TO = re.compile(
     r"^(?:(?:please|so|and|but|ok|okay),?\s+)?(?:how\s+(?!many\b|much\b)(?:do|does|did|can|could|should|would|will|is|are|to)\b"
     r"|(?:is it possible|is there a way|what(?:'s| is) the (?:best )?way)\s+to\b|can i\b|where (?:do|can|should) i\b"
     r"|explain\b|what(?:'s| is| are) the difference\b"
-    r"|.*?\b(?:have|need) to do (?:to|in order to)\b)",  # "what do I need to do to connect a model?"
+    r"|.*?\b(?:(?:have|need) to|should (?:i|we)) do(?: next| first)? (?:to|in order to)\b)",  # "what do I need to do to connect a model?"
     re.IGNORECASE,
 )
 _CONCEPT = re.compile(
@@ -284,6 +285,17 @@ _OVERVIEW = re.compile(
 )
 
 
+# "What should I focus on?", "what's next?", "where should I start?": what needs doing first, not
+# every open task.
+_FOCUS = re.compile(
+    r"\b(?:(?:should|shall|could|can|do)\s+(?:i|we)\s+(?:focus\s+on|tackle|prioriti[sz]e|start(?:\s+on|\s+with)?"
+    r"|(?:work\s+on|do|finish)\s+(?:next|first|today|now|right\s+now))"
+    r"|where\s+(?:should|shall|do)\s+(?:i|we)\s+start|what(?:'s|\s+is)\s+(?:up\s+)?next|needs?\s+my\s+attention"
+    r"|(?:my|our)\s+priorities)\b",
+    re.IGNORECASE,
+)
+
+
 def parse(text: str) -> Intent:
     raw = text.strip()
     lower = raw.lower()
@@ -302,6 +314,8 @@ def parse(text: str) -> Intent:
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):
         return write
+    if _FOCUS.search(raw) and not re.search(r"\bnotes?\b|\bprojects?\b", lower) and not _by_due_date(raw):
+        return Intent("focus", project_name=_project_name(raw))
     if (added := _WHAT_WAS_ADDED.search(raw)) and not re.search(r"\bnotes?\b", lower):
         when = (added["when"] or "").lower()
         project_name = _project_name(raw) or ((to := _ADDED_TO.search(raw)) and to["name"]) or None

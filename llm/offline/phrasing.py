@@ -10,7 +10,7 @@ STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "com
 CAPABILITIES = (
     "I'm Clarion's **offline engine**: I run without a model or network, so I understand a fixed set of "
     "requests about your workspace. Try:\n\n"
-    "- “what's in progress?”, “what's urgent?”, “what's due this week?” or “show my to-do tasks”\n"
+    "- “what's in progress?”, “what's urgent?”, “what's due this week?”, “what should I focus on?” or “show my to-do tasks”\n"
     "- “show my tasks in Atlas” or “find tasks about design”\n"
     "- “find notes about the launch”\n"
     "- “how many tasks did I complete?” or “how am I doing?”\n"
@@ -218,6 +218,25 @@ def overview_answer(open_tasks: dict, overdue: dict, upcoming: dict, completed: 
                 lines.append(f"- …and {result['more']} more")
     if not overdue["tasks"] and not upcoming["tasks"]:
         lines += ["", "Nothing is overdue or due in the next 7 days."]
+    return "\n".join(lines)
+
+
+def focus_answer(overdue: dict, due_today: dict, urgent: dict, *, project_name: str | None) -> str:
+    """What to do first: the overdue tasks (the longest overdue first), those due today, then the
+    other urgent ones, each once."""
+    where = scope(project_name, None)
+    today = dt.date.fromisoformat(overdue["today"])
+    # An urgent task due today is in two results; it is listed once, where it first comes.
+    tasks = list({t["id"]: t for result in (overdue, due_today, urgent) for t in result["tasks"]}.values())
+    if not tasks:
+        return (
+            f"Nothing{where} is overdue, due today or urgent. “What's coming up?” lists what's due in the next 7 days, "
+            "and “what's on my plate?” everything still open."
+        )
+    lines = [f"Start with these{where} — overdue, due today or urgent ({len(tasks)}):", ""]
+    lines += [_task_line(t, show_status=True, today=today) for t in tasks]
+    if more := sum(result.get("more", 0) for result in (overdue, due_today, urgent)):
+        lines += ["", f"…and up to {more} more not shown."]
     return "\n".join(lines)
 
 

@@ -214,3 +214,38 @@ async def test_how_am_i_doing_with_nothing_open_says_so(charlie):
         reply
         == f"Here's where you stand today ({today:%a} {today:%b} {today.day}): nothing is open, and **0** completed in the last 7 days."
     )
+
+
+async def test_what_to_focus_on_lists_the_overdue_then_today_then_urgent_tasks_once_each(demo):
+    reply, calls = await answer(demo, "What should I focus on today?")
+    assert calls == [
+        {"tool": "query_tasks", "status": "open", "due": "overdue", "limit": 20},
+        {"tool": "query_tasks", "status": "open", "due": "today", "limit": 20},
+        {"tool": "query_tasks", "status": "open", "priority_at_least": "urgent", "limit": 20},
+    ]
+    today = timezone.localdate()
+    open_ = {"status__in": ["todo", "in_progress"]}
+    overdue = await titles(demo, due_date__lt=today, **open_)
+    due_today = await titles(demo, due_date=today, **open_)
+    urgent = await titles(demo, priority="urgent", **open_)
+    first = list(dict.fromkeys(overdue + due_today + urgent))
+    assert overdue and due_today and set(urgent) & set(overdue + due_today)  # the demo has an urgent task that is also late or due
+    assert reply.startswith(f"Start with these — overdue, due today or urgent ({len(first)}):")
+    listed = [line.split("**")[1] for line in reply.splitlines() if line.startswith("- **")]
+    assert sorted(listed) == sorted(first) and len(listed) == len(set(listed))
+    assert listed.index(overdue[0]) < listed.index(due_today[0])
+    rest = await titles(demo, **open_)
+    assert not set(listed) & (set(rest) - set(first))
+
+
+async def test_what_to_focus_on_in_a_project_and_when_nothing_is_pressing(demo, charlie):
+    reply, calls = await answer(demo, "what's next in Atlas?")
+    atlas = await database_sync_to_async(lambda: demo.projects.get(name="Atlas").pk)()
+    assert [c["tool"] for c in calls] == ["query_projects", "query_tasks", "query_tasks", "query_tasks"]
+    assert all(c["project_id"] == atlas for c in calls[1:])
+    assert reply.startswith("Start with these in Atlas — ")
+    assert not any(f"**{t}**" in reply for t in await titles(demo, project__name="Harbor"))
+
+    await database_sync_to_async(workspace_services.create_task)(user=charlie, title="Plant the bulbs")
+    reply, _ = await answer(charlie, "what should I work on next?")
+    assert reply.startswith("Nothing is overdue, due today or urgent.") and "“what's on my plate?”" in reply

@@ -157,7 +157,7 @@ def test_the_limits_the_guide_states_are_the_codes():
 # ---------------------------------------------------------------------------- what you can ask
 
 SUGGESTION_KINDS = {
-    "Ask about your tasks": {"tasks", "count_tasks"},
+    "Ask about your tasks": {"tasks", "count_tasks", "focus"},
     "Search your notes": {"notes", "count_notes"},
     "See where you stand": {"overview"},
     "Get an overview of your projects": {"projects", "project_status"},
