@@ -197,8 +197,7 @@ def describe(op: Operation, rows: Rows) -> str:
         case "create_task":
             return f"Create task “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "") + _task_details(op)
         case "update_task":
-            changes = ", ".join(f"{k} → {v}" for k, v in op.model_dump(exclude={"op", "task_id"}, exclude_none=True).items())
-            return f"Update task {title(Task, op.task_id)}: {changes or 'no changes'}"
+            return f"Update task {title(Task, op.task_id)}: {_task_changes(op)}"
         case "complete_task":
             return f"Mark task {title(Task, op.task_id)} completed"
         case "move_task":
@@ -230,10 +229,31 @@ def _task_details(op: CreateTask) -> str:
         details.append(Task.Status(op.status).label.lower())
     if op.priority != Task.Priority.MEDIUM:
         details.append(f"{Task.Priority(op.priority).label.lower()} priority")
-    if (due := op.due_date) is not None:
-        year = f", {due.year}" if due.year != timezone.localdate().year else ""
-        details.append(f"due {due:%a} {due:%b} {due.day}{year}")
+    if op.due_date is not None:
+        details.append(f"due {_day(op.due_date)}")
     return "".join(f", {d}" for d in details)
+
+
+def _task_changes(op: UpdateTask) -> str:
+    """What an update changes, in the words the task list uses: "status → to do, due → Tue Dec 1"."""
+    changes = []
+    if op.title is not None:
+        changes.append(f"title → “{op.title}”")
+    if op.description is not None:
+        changes.append("description → new text" if op.description else "description → none")
+    if op.status is not None:
+        changes.append(f"status → {Task.Status(op.status).label.lower()}")
+    if op.priority is not None:
+        changes.append(f"priority → {Task.Priority(op.priority).label.lower()}")
+    if op.due_date is not None:
+        changes.append(f"due → {_day(op.due_date)}")
+    return ", ".join(changes) or "no changes"
+
+
+def _day(day: dt.date) -> str:
+    """ "Tue Dec 1", with the year when it is not this one."""
+    year = f", {day.year}" if day.year != timezone.localdate().year else ""
+    return f"{day:%a} {day:%b} {day.day}{year}"
 
 
 @transaction.atomic

@@ -1,6 +1,7 @@
 """Confirmed operations apply through workspace.services — one write path — all or nothing."""
 
 import pytest
+from django.utils import timezone
 
 from project.errors import ClarionError
 from tests.conftest import build_workspace
@@ -66,3 +67,14 @@ def test_services_refuse_another_users_rows(alice, bob):
     with pytest.raises(Task.DoesNotExist):
         services.delete_task(user=alice, task_id=bobs["tasks"][0].pk)
     assert Task.objects.get(pk=bobs["tasks"][0].pk).status == "todo"
+
+
+def test_an_update_is_shown_on_the_card_in_the_words_the_task_list_uses(alice):
+    task = services.create_task(user=alice, title="Buy milk", status="completed")
+    today = timezone.localdate()
+    update = {"op": "update_task", "task_id": task.pk, "status": "todo", "priority": "urgent", "due_date": today.isoformat()}
+    (line,) = operations.check(user=alice, operations=operations.OPERATIONS.validate_python([update]))
+    assert line["text"] == f"Update task “Buy milk”: status → to do, priority → urgent, due → {today:%a} {today:%b} {today.day}"
+    renamed = {"op": "update_task", "task_id": task.pk, "title": "Buy oat milk", "description": ""}
+    (line,) = operations.check(user=alice, operations=operations.OPERATIONS.validate_python([renamed]))
+    assert line["text"] == "Update task “Buy milk”: title → “Buy oat milk”, description → none"
