@@ -126,7 +126,7 @@ FOCUS_QUERIES = (
     {"status": "open", "priority_at_least": "urgent"},
 )
 FOCUS_LIMIT = 20
-WRITE_KINDS = {"delete_tasks", "complete_tasks", "move_tasks", "create_task", "create_note"}
+WRITE_KINDS = {"delete_tasks", "complete_tasks", "reopen_tasks", "move_tasks", "create_task", "create_note"}
 BULK_LIMIT = 500
 
 
@@ -242,13 +242,15 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
         tasks = [t for t in tasks if t["status"] != "completed"]
     if intent.kind == "move_tasks":
         tasks = [t for t in tasks if (t.get("project") or {}).get("id") != target_id]
-    action = {"delete_tasks": "delete", "complete_tasks": "complete", "move_tasks": "move"}[intent.kind]
+    action = {"delete_tasks": "delete", "complete_tasks": "complete", "reopen_tasks": "reopen", "move_tasks": "move"}[intent.kind]
     if not tasks:
         return phrasing.nothing_to_change(action, noun=_picked_noun(intent), search=intent.search, project_name=intent.project_name)
     if intent.kind == "delete_tasks":
         ops = [{"op": "delete_task", "task_id": t["id"]} for t in tasks]
     elif intent.kind == "complete_tasks":
         ops = [{"op": "complete_task", "task_id": t["id"]} for t in tasks]
+    elif intent.kind == "reopen_tasks":
+        ops = [{"op": "update_task", "task_id": t["id"], "status": "todo"} for t in tasks]
     else:
         ops = [{"op": "move_task", "task_id": t["id"], "project_id": target_id} for t in tasks]
     what = f"{len(ops)} {_picked_noun(intent, count=len(ops))}"
@@ -256,6 +258,7 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
     summary = {
         "delete_tasks": f"Delete {what}{scope}",
         "complete_tasks": f"Mark {what}{scope} completed",
+        "reopen_tasks": f"Reopen {what}{scope} as to do",
         "move_tasks": f"Move {what}{scope} to {intent.target_project}",
     }[intent.kind]
     return "propose_operations", {"summary": summary, "operations": ops}

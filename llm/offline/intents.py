@@ -59,7 +59,7 @@ class Intent:
     #   | "overview" (how the person stands: open, overdue, due soon, recently completed)
     #   | "focus" (what to do first: the open tasks that are overdue, due today or urgent)
     # write (always proposed, never applied without confirmation):
-    #   "delete_tasks" | "complete_tasks" | "move_tasks" | "create_task" | "create_note"
+    #   "delete_tasks" | "complete_tasks" | "reopen_tasks" | "move_tasks" | "create_task" | "create_note"
     kind: str
     status: str = "all"
     search: str | None = None
@@ -325,7 +325,8 @@ def parse(text: str) -> Intent:
     if _OTHER_TASK_CHANGE.match(raw) or re.match(_POLITELY + r"(?:archive|unarchive)\b", raw, re.IGNORECASE):
         return Intent("cannot")
 
-    mentions_notes = bool(re.search(r"\bnotes?\b", lower))
+    # "What did I write about the landlord?": what one writes down is in the notes.
+    mentions_notes = bool(re.search(r"\bnotes?\b|\b(?:write|wrote|written|jot(?:ted)?)\s+(?:down\s+)?(?:about|on|regarding)\b", lower))
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\bwork(ing)? on\b|\b(?:over)?due\b", lower))
     mentions_projects = bool(re.search(r"\bprojects?\b", lower))
     owns_projects = mentions_projects and bool(re.search(r"\b(?:my|i have|i've got|we have)\b", lower))
@@ -370,8 +371,47 @@ def parse(text: str) -> Intent:
     return Intent("help")
 
 
+# "Reopen the task buy milk", "mark buy milk as not done", "set the design tasks back to to-do":
+# completed tasks made to-do again (the undo of completing them).
+_NOT_DONE = r"(?:not\s+(?:yet\s+)?(?:done|completed?|finished)|undone|incomplete|uncompleted|to-?do|open)"
+_REOPEN = re.compile(
+    rf"{_POLITELY}(?:(?:reopen|re-open|uncomplete|unmark)\s+(?P<what>.+?)"
+    rf"|(?:mark|set|put|move|turn)\s+(?P<marked>.+?)\s+(?:as\s+|back\s+(?:to|as|into)\s+|to\s+){_NOT_DONE}(?:\s+again)?)\s*[.!]?$",
+    re.IGNORECASE,
+)
+
+
+_IN_PROJECT_AT_END = re.compile(r"\s*\b(?:in|from|under)\s+(?:the\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*)(?:\s+project)?\s*$")
+
+
+def _reopen(raw: str) -> Intent | None:
+    if not (match := _REOPEN.match(raw)):
+        return None
+    what = (match["what"] or match["marked"]).strip(" \"'“”")
+    # Only "in Atlas" at the end names a project: "for Sam" in "buy a present for Sam" is the title's.
+    project_name = (where := _IN_PROJECT_AT_END.search(what)) and where["name"]
+    if where:
+        what = what[: where.start()]
+    if _FILLER.sub("", what).lower() in _POINTERS:
+        return Intent("which_task", search=what)
+    if _NOTE_OR_PROJECT.search(what):
+        return None  # a note or a project is never completed
+    picked = _picked_by_date(raw)
+    if re.search(r"\b(?:tasks?|to-?dos?)\b", what, re.IGNORECASE):
+        search = _named_task(what) or _term_before_tasks(what)
+    else:
+        search = _FILLER.sub("", what) or None
+    if search and search.lower() in {"everything", "all", "all of them", "completed", "done", "finished"}:
+        search = None
+    if search is None and not picked and not project_name and not re.search(r"\b(?:all|every|everything)\b", what, re.IGNORECASE):
+        return Intent("which_task", search=what)  # "reopen the task" names none: never propose every completed one
+    return Intent("reopen_tasks", status="completed", search=search, project_name=project_name, **picked)
+
+
 def _write_intent(raw: str) -> Intent | None:
     lower = raw.lower()
+    if reopened := _reopen(raw):
+        return reopened
     if match := _ERRAND.match(raw):
         title, due = _due_at_end((match["todo"] or match["item"]).strip(" \"'“”"))
         return Intent("create_task", title=title[:300], **due)

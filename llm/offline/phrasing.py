@@ -15,7 +15,7 @@ CAPABILITIES = (
     "- “find notes about the launch”\n"
     "- “how many tasks did I complete?” or “how am I doing?”\n"
     "- “list my projects”\n"
-    "- “delete all my completed tasks”, “mark the design tasks as done”, “move the design tasks to Atlas”, "
+    "- “delete all my completed tasks”, “mark the design tasks as done”, “reopen the task buy milk”, “move the design tasks to Atlas”, "
     "“add a task called Book venue in Harbor”, “remind me to call Bob tomorrow” — I always show you the changes to confirm first\n"
     "- “clean up my tasks” — I'll ask what you mean\n"
     "- questions about Clarion itself, such as “how do I connect my own model?”, from the knowledge base\n\n"

@@ -199,6 +199,14 @@ def test_the_changes_the_guide_says_pick_some_tasks_are_read_with_what_picks_the
         assert intent.kind in WRITE_KINDS and {k: getattr(intent, k) for k in picked} == picked, example
 
 
+def test_the_guide_says_how_to_undo_a_completion_in_requests_that_reopen_it():
+    undo = section("confirming-changes.md", "Can I undo a change?")
+    examples = re.findall(r'"([^"]+)"', undo)
+    assert examples
+    for example in examples:
+        assert (parse(example).kind, parse(example).search) == ("reopen_tasks", "buy milk"), example
+
+
 # ---------------------------------------------------------------------------- the chat-box rules
 
 CARD = dict(option_labels=["Harbor", "Atlas", "Both"], allow_custom=True)

@@ -43,6 +43,8 @@ from llm.offline.intents import Intent, parse
         ("mark the Atlas project as done", Intent("cannot")),
         ("can you rename the note Retro to Launch retro?", Intent("cannot")),
         ("notes about the update", Intent("notes", search="update")),
+        ("what did I write about the landlord?", Intent("notes", search="landlord")),
+        ("anything I jotted down about the venue in Harbor?", Intent("notes", search="venue", project_name="Harbor")),
         ("What can I work on today in Harbor?", Intent("focus", project_name="Harbor")),
         ("what should I finish first?", Intent("focus")),
         ("What should I focus on today?", Intent("focus")),
@@ -150,6 +152,18 @@ def test_parse(text, expected):
         ("add a note to Harbor: call the venue", Intent("create_note", title="call the venue", project_name="Harbor")),
         ("create a task in the Atlas project - Book the venue", Intent("create_task", title="Book the venue", project_name="Atlas")),
         ("delete the task buy milk", Intent("delete_tasks", search="buy milk")),
+        # Reopening: completed tasks back to to-do; "not done" is never read as "done".
+        ("reopen the task buy milk", Intent("reopen_tasks", status="completed", search="buy milk")),
+        ("mark the task buy milk as not done", Intent("reopen_tasks", status="completed", search="buy milk")),
+        ("set the design tasks back to to-do", Intent("reopen_tasks", status="completed", search="design")),
+        (
+            "reopen the tasks I completed today in Atlas",
+            Intent("reopen_tasks", status="completed", project_name="Atlas", completed="today"),
+        ),
+        ("uncomplete Buy a present for Sam", Intent("reopen_tasks", status="completed", search="Buy a present for Sam")),
+        ("reopen it", Intent("which_task", search="it")),
+        ("reopen the task", Intent("which_task", search="the task")),
+        ("reopen the Atlas project", Intent("cannot")),
         # The due day said after a named task picks by it; it is not part of the title.
         ("delete the task buy milk due Friday", Intent("delete_tasks", search="buy milk", due="friday")),
         ("mark the task call Bob that is due today as done", Intent("complete_tasks", search="call Bob", due="today")),

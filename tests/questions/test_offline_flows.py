@@ -253,3 +253,35 @@ async def test_a_task_due_on_a_date_is_proposed_with_that_date(alice):
     assert f"Create the task “pay the deposit”, due on {day:%a} {day:%b} {day.day}" in frames
     assert await rows(Task, owner=alice) == []  # nothing written before Apply
     await socket.disconnect()
+
+
+@pytest.mark.parametrize("text", ["reopen the task Chore number 8", "mark Chore number 8 as not done"])
+async def test_reopening_a_completed_task_proposes_it_back_to_to_do_and_applies_on_confirm(alice, fast_questions, text):
+    await fifty_tasks(alice)  # the even-numbered chores are completed
+    conversation, socket, frames = await chat(alice, text)
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    assert group.kind == "confirm" and len(group.payload["lines"]) == 1
+    assert "Update task “Chore number 8”: status → to do" in frames and "Chore number 18" not in frames
+    assert "Reopen 1 completed task matching “Chore number 8” as to do" in frames
+    (chore,) = await rows(Task, owner=alice, title="Chore number 8")
+    assert chore.status == "completed" and chore.completed_at is not None  # nothing applied yet
+
+    (question,) = await rows(PendingQuestion, group=group)
+    await socket.send_to(text_data=form_frame(action="answer", question_id=str(question.pk), option=0))
+    await frames_of_turn(socket)
+    (chore,) = await rows(Task, owner=alice, title="Chore number 8")
+    assert chore.status == "todo" and chore.completed_at is None
+    assert await last_reply(conversation.pk) == "Done — updated 1 task."
+    assert len(await rows(Task, owner=alice, status="completed")) == 24  # the other completed chores stay so
+    await socket.disconnect()
+
+
+async def test_reopening_a_task_that_is_not_completed_proposes_nothing(alice, fast_questions):
+    await fifty_tasks(alice)
+    conversation, socket, _ = await chat(alice, "reopen the task Chore number 7")  # a to-do chore
+    assert (
+        await last_reply(conversation.pk)
+        == "You have no completed tasks matching “Chore number 7” to reopen, so there is nothing to change."
+    )
+    assert await rows(QuestionGroup, conversation=conversation) == []
+    await socket.disconnect()
