@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from chat.models import CARD_TOOLS, Conversation, Message
 from knowledge.rendering import render_markdown
-from llm.offline.phrasing import task_noun
+from llm.offline.phrasing import PAST_DAYS, task_noun
 from project.text import visible_bidi_controls
 from questions import selectors as question_selectors
 from questions.models import PendingQuestion, QuestionGroup
@@ -309,7 +309,8 @@ def describe_tool_call(name: str, args: dict) -> str:
         return f"Looked at {what}{_scope(args, 'search')}"
     if name == "query_notes":
         term = args.get("search_term")
-        return f"Searched your notes for “{_short(term)}”{_scope(args)}" if term else f"Looked at your notes{_scope(args)}"
+        when = f" added or edited {PAST_DAYS[str(args.get('changed'))]}" if str(args.get("changed")) in PAST_DAYS else ""
+        return f"Searched your notes{when} for “{_short(term)}”{_scope(args)}" if term else f"Looked at your notes{when}{_scope(args)}"
     if name == "query_projects":
         return "Looked at your projects" + (" and their task counts" if args.get("include_stats", True) else "")
     if name == "search_knowledge_base":

@@ -118,7 +118,12 @@ class QueryTasksArgs(_Args):
 class QueryNotesArgs(_Args):
     project_id: int | None = Field(None, description="Only notes in this project (an id from query_projects).")
     search_term: str | None = Field(None, max_length=200, description="Full-text search over title and content.")
-    limit: int = Field(50, ge=1, le=200, description="Max results (default 50, max 200).")
+    changed: PastWindow | None = Field(
+        None,
+        description="Only notes added or last edited in this window of days up to today in the user's calendar "
+        "(this_week: Monday to today; last_7_days: today and the six days before). The result says the user's date today.",
+    )
+    limit: int = Field(50, ge=1, le=200, description="Max results (default 50, max 200). Most recently changed first.")
 
 
 class QueryProjectsArgs(_Args):
@@ -255,8 +260,22 @@ def _day(day: dt.date | None) -> str | None:
 def query_notes(ctx: ToolContext, args: QueryNotesArgs) -> dict:
     user = ctx.user
     project_id = _owned_project_id(user, args.project_id)
-    page = workspace.notes_for_user(user=user, project_id=project_id, search_term=args.search_term, limit=args.limit)
-    return {"notes": [_note(n) for n in page.items], **_page_fields(page), "filters": args.model_dump()}
+    zone = zoneinfo.ZoneInfo(ctx.time_zone)
+    today = timezone.localdate(timezone=zone)
+    changed = workspace.past_window(name=args.changed, today=today) if args.changed is not None else None
+    page = workspace.notes_for_user(
+        user=user, project_id=project_id, search_term=args.search_term, changed=changed, time_zone=zone, limit=args.limit
+    )
+    found = {"notes": [_note(n) for n in page.items], **_page_fields(page), "filters": args.model_dump()}
+    if changed is None:
+        return found
+    return {
+        **found,
+        "changed_from": _day(changed.first),
+        "changed_until": _day(changed.last),
+        "today": today.isoformat(),
+        "time_zone": ctx.time_zone,
+    }
 
 
 def query_projects(ctx: ToolContext, args: QueryProjectsArgs) -> dict:

@@ -98,6 +98,11 @@ def zone_whose_date_is_not_utcs() -> tuple[str, dt.date]:
 
 async def query_tasks_as(user, arguments: dict, *, time_zone: str = "UTC"):
     """The query_tasks tool as a model calls it for `user` (in a conversation of theirs): its outcome."""
+    return await tool_as(user, "query_tasks", arguments, time_zone=time_zone)
+
+
+async def tool_as(user, name: str, arguments: dict, *, time_zone: str = "UTC"):
+    """A query tool as a model calls it for `user` (in a conversation of theirs): its outcome."""
     from channels.db import database_sync_to_async
 
     from chat import services, tools
@@ -106,7 +111,7 @@ async def query_tasks_as(user, arguments: dict, *, time_zone: str = "UTC"):
     conversation = await database_sync_to_async(services.start_conversation)(user=user)
     ctx = tools.ToolContext(user=user, conversation_id=conversation.pk, tool_call_id="c1", in_reply_to_id=0,
                             timeouts=None, time_zone=time_zone)  # fmt: skip
-    return await tools.execute(ctx=ctx, call=ToolCall(id="c1", name="query_tasks", arguments=json.dumps(arguments)))
+    return await tools.execute(ctx=ctx, call=ToolCall(id="c1", name=name, arguments=json.dumps(arguments)))
 
 
 def build_workspace(user, *, tag: str) -> dict:

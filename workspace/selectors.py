@@ -189,10 +189,22 @@ def _moments_in(field: str, days: DayWindow, zone: dt.tzinfo) -> dict[str, dt.da
     return lookups
 
 
-def notes_for_user(*, user: User, project_id: int | None = None, search_term: str | None = None, limit: int = 50) -> Page[Note]:
+def notes_for_user(
+    *,
+    user: User,
+    project_id: int | None = None,
+    search_term: str | None = None,
+    changed: DayWindow | None = None,
+    time_zone: dt.tzinfo = dt.UTC,
+    limit: int = 50,
+) -> Page[Note]:
+    """Most recently changed first. `changed`: only notes added or last edited on those days of
+    `time_zone`'s calendar."""
     notes = Note.objects.filter(owner=user).select_related("project")
     if project_id is not None:
         notes = notes.filter(project_id=project_id)
+    if changed is not None:
+        notes = notes.filter(**_moments_in("updated_at", changed, time_zone))
     if search_term:
         query = SearchQuery(search_term, config="english", search_type="websearch")
         # alias, not annotate: the vector is only matched (through the index), never selected.

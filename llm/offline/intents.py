@@ -72,6 +72,7 @@ class Intent:
     completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.PAST_WINDOWS
     added: str | None = None  # tasks: added in this window, one of workspace.selectors.PAST_WINDOWS
     undated: bool = False  # tasks/count_tasks and changes: only tasks with no due date
+    changed: str | None = None  # notes/count_notes: added or edited in this window, one of workspace.selectors.PAST_WINDOWS
 
 
 _DELETE_WORDS = r"delete|remove|erase|get rid of|clear out|clear(?=\s+(?:away\s+)?(?:my|the|all|every|completed|done|finished)\b)"
@@ -164,6 +165,7 @@ _PAST_WINDOWS = {
     "past week": "last_7_days",
     "lately": "last_7_days",
     "recently": "last_7_days",
+    "recent": "last_7_days",
     "this month": "this_month",
     "last month": "last_month",
 }
@@ -182,6 +184,7 @@ _WHAT_WAS_ADDED = re.compile(
     rf"(?:.*?\b(?P<when>{'|'.join(_PAST_WINDOWS)}))?",
     re.IGNORECASE,
 )
+_NOTES_WHEN = re.compile(rf"\b(?:from|since|during|over|in|of|for)?\s*\b(?P<when>{'|'.join(_PAST_WINDOWS)})\b", re.IGNORECASE)
 _ADDED_TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*)")
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
 _CLEANUP = re.compile(r"\b(?:clean ?up|tidy(?: up)?|sort out|declutter|prune)\b", re.IGNORECASE)
@@ -353,7 +356,12 @@ def parse(text: str) -> Intent:
     if priority:
         return Intent("tasks", status=status, search=search, project_name=project_name, priority=priority)
     if mentions_notes:
-        return Intent("count_notes" if counting else "notes", search=search, project_name=project_name)
+        # "Any notes from last week?", "notes I wrote today": the notes added or edited then.
+        when = _NOTES_WHEN.search(raw)
+        changed = _PAST_WINDOWS[when["when"].lower()] if when else None
+        if when and search and when["when"].lower() in search.lower():
+            search = _search_term(raw[: when.start()] + raw[when.end() :], project_name)
+        return Intent("count_notes" if counting else "notes", search=search, project_name=project_name, changed=changed)
     if mentions_tasks and _CLEANUP.search(raw):
         return Intent("cleanup", project_name=project_name)
     if mentions_tasks or status != "all":

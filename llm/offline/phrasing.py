@@ -158,12 +158,18 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
 
 def note_count_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     total = result["total"]
-    return f"You have **{total}** note{'s' if total != 1 else ''}{scope(project_name, search)}."
+    return f"You have **{total}** note{'s' if total != 1 else ''}{scope(project_name, search)}{_changed(result)}."
+
+
+def _changed(result: dict) -> str:
+    """ " added or edited last week (Mon Nov 16 – Sun Nov 22)", for notes picked by when they changed."""
+    when = PAST_DAYS.get(str(result.get("filters", {}).get("changed")))
+    return f" added or edited {when}{_window(result)}" if when else ""
 
 
 def notes_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     notes = result["notes"]
-    where = scope(project_name, search)
+    where = scope(project_name, search) + _changed(result)
     if not notes:
         return f"I found no notes{where}."
     lines = [f"I found {result['total']} note{'s' if result['total'] != 1 else ''}{where}:", ""]
@@ -269,8 +275,8 @@ def scope(project_name: str | None, search: str | None) -> str:
 def _window(result: dict) -> str:
     """ " (Mon Nov 23 – Sun Nov 29)", " (Dec 4)": the days a due-date or completion-date answer
     covers, in the person's calendar."""
-    first = result.get("due_from") or result.get("completed_from") or result.get("added_from")
-    last = result.get("due_until") or result.get("completed_until") or result.get("added_until")
+    first = result.get("due_from") or result.get("completed_from") or result.get("added_from") or result.get("changed_from")
+    last = result.get("due_until") or result.get("completed_until") or result.get("added_until") or result.get("changed_until")
     if not first or not last:
         return ""
     a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
