@@ -16,8 +16,13 @@ from llm.offline.phrasing import WEEKDAYS
 STATUS_WORDS: list[tuple[str, str]] = [
     (r"\bnot (?:yet )?(?:started|begun)\b|\bhaven[’']?t (?:i |we )?(?:yet )?(?:started|begun)\b", "todo"),  # before "started"
     (r"\bin[- ]progress\b|\bworking on\b|\bstarted\b|\bdoing\b|\bongoing\b|\bactive\b", "in_progress"),
+    # What is left is everything not completed, started or not: "what's left in Harbor?", "what's not done?"
+    (
+        r"\bnot (?:yet )?(?:done|finished|completed?)\b|\bunfinished\b|\bincomplete\b|\bopen\b|\bleft\b|\bremaining\b|\boutstanding\b",
+        "open",
+    ),
     (r"\bcomplete(d)?\b|\bdone\b|\bfinished\b|\bclosed\b", "completed"),
-    (r"\bto[- ]?dos?\b|\bopen\b|\bleft\b|\bremaining\b|\bpending\b|\boutstanding\b", "todo"),
+    (r"\bto[- ]?dos?\b|\bpending\b", "todo"),
 ]
 # Words that end a quoted-less search phrase ("notes about the launch in Atlas").
 _PHRASE_STOP = r"(?=\s+(?:in|for|from|under)\s+(?:the\s+)?(?:project\s+)?[A-Z]|[?.!,]|$)"
@@ -299,6 +304,12 @@ _FOCUS = re.compile(
 )
 
 
+# "When is the passport due?", "when's buy milk due?": the tasks of that title, with their due dates.
+_WHEN_DUE = re.compile(
+    r"^when(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?:the\s+|my\s+)?(?:task\s+)?(?P<term>.+?)\s+(?:task\s+)?due\s*\??$", re.IGNORECASE
+)
+
+
 def parse(text: str) -> Intent:
     raw = text.strip()
     lower = raw.lower()
@@ -317,6 +328,8 @@ def parse(text: str) -> Intent:
         return Intent("which_task", search=pointed["what"])
     if write := _write_intent(raw):
         return write
+    if (when := _WHEN_DUE.match(raw)) and when["term"].lower() not in _POINTERS | _GENERIC_TERMS:
+        return Intent("tasks", search=when["term"].strip(" \"'“”"))
     if _FOCUS.search(raw) and not re.search(r"\bnotes?\b|\bprojects?\b", lower) and not _by_due_date(raw):
         return Intent("focus", project_name=_project_name(raw))
     if (added := _WHAT_WAS_ADDED.search(raw)) and not re.search(r"\bnotes?\b", lower):

@@ -28,7 +28,7 @@ def test_knowledge_questions_are_routed_to_the_knowledge_base(text):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("what's left to do in the Harbor project?", Intent("tasks", status="todo", project_name="Harbor")),
+        ("what's left to do in the Harbor project?", Intent("tasks", status="open", project_name="Harbor")),
         ("how many tasks did I complete?", Intent("count_tasks", status="completed")),
         ("what are my tasks?", Intent("tasks")),
         ("delete all my completed tasks", Intent("delete_tasks", status="completed")),
