@@ -139,6 +139,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.CAPABILITIES
     if intent.kind == "cannot":
         return phrasing.CANNOT_CHANGE
+    if intent.kind == "open_range":
+        return phrasing.OPEN_RANGE
     if intent.kind == "no_such_date":
         return phrasing.no_such_date(intent.search or "")
     if intent.kind == "which_task":

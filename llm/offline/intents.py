@@ -61,6 +61,7 @@ class Intent:
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
     #   | "no_such_date" (a due date the calendar does not have, "Nov 31": it says so, `search` holds it)
+    #   | "open_range" (due before, after or between days: no window says which, so it says what it can list)
     #   | "overview" (how the person stands: open, overdue, due soon, recently completed)
     #   | "focus" (what to do first: the open tasks that are overdue, due today or urgent)
     # write (always proposed, never applied without confirmation):
@@ -359,6 +360,8 @@ def parse(text: str) -> Intent:
     if priority and status == "all":
         status = "open"  # what is urgent is what is still to do, unless the question names a status
     counting = bool(re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower))
+    if re.search(r"\bdue\s+(?:(?:any\s*time|sometime)\s+)?(?:after|before|between|until|from)\b", lower):
+        return Intent("open_range")  # "due after Friday": a listing of one day or window would be wrong
     if (dated := _DUE_DATE.search(raw)) and _due_date(raw) is None:  # "due on Nov 31": no listing would be right
         return Intent("no_such_date", search=re.sub(r"^due\s+(?:(?:on|by)\s+)?(?:the\s+)?", "", dated[0], flags=re.IGNORECASE))
     if due := _by_due_date(raw):

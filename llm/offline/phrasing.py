@@ -32,6 +32,12 @@ CANNOT_CHANGE = (
 )
 
 
+OPEN_RANGE = (
+    "Offline I can list what's due on one day or in one window — “what's due on Friday?”, “what's due next week?”, "
+    "“what's due this month?”, “what's overdue?” — but not before, after or between days, so I haven't listed anything."
+)
+
+
 def no_such_date(text: str) -> str:
     return (
         f"“{text}” is not a date in the calendar, so I can't tell which tasks are due then. Try another date, e.g. “what's due on Dec 5?”."

@@ -209,6 +209,16 @@ async def test_a_due_date_the_calendar_does_not_have_is_said_so(alice, text):
 
 
 @pytest.mark.parametrize(
+    "text", ["show tasks due after Friday", "what's due before Dec 5?", "which tasks are due between Monday and Friday?"]
+)
+async def test_a_range_of_due_days_is_said_to_be_beyond_the_offline_engine_and_nothing_listed(alice, text):
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Something", due_date=dt.date(2026, 11, 30))
+    _, frames, reply = await chat(alice, text)
+    assert "not before, after or between days" in reply.content and "“what's due on Friday?”" in reply.content
+    assert "Something" not in reply.content and "Looked at" not in frames  # no lookup, no listing of the wrong days
+
+
+@pytest.mark.parametrize(
     ("arguments", "error"),
     [
         ({"due": "someday"}, "due"),

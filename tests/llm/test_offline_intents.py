@@ -16,6 +16,8 @@ from llm.offline.intents import Intent, parse
         ("what's left to do in the Harbor project?", Intent("tasks", status="open", project_name="Harbor")),
         ("what's left in Harbor?", Intent("tasks", status="open", project_name="Harbor")),
         ("when is the passport due?", Intent("tasks", search="passport")),
+        ("show tasks due after Friday", Intent("open_range")),
+        ("what's due between Dec 1 and Dec 5?", Intent("open_range")),
         ("when's the task “Buy milk” due", Intent("tasks", search="Buy milk")),
         ("which tasks are not done yet?", Intent("tasks", status="open")),
         ("how many tasks are remaining?", Intent("count_tasks", status="open")),
