@@ -86,6 +86,11 @@ def moments_over_days(n: int, *, days: int) -> list[dt.datetime]:
 AHEAD, BEHIND = "Pacific/Kiritimati", "Pacific/Pago_Pago"
 
 
+def at(day: dt.date, hour: int, zone: str) -> dt.datetime:
+    """That hour of that day in `zone`."""
+    return dt.datetime.combine(day, dt.time(hour), tzinfo=zoneinfo.ZoneInfo(zone))
+
+
 def zone_whose_date_is_not_utcs() -> tuple[str, dt.date]:
     """A zone whose calendar date differs from the server's (UTC) right now, and its date."""
     utc_today = timezone.localdate(timezone=dt.timezone.utc)

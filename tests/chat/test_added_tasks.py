@@ -13,7 +13,7 @@ from channels.db import database_sync_to_async
 from chat import services, tools
 from chat.models import Message
 from questions.models import QuestionGroup
-from tests.conftest import query_tasks_as, zone_whose_date_is_not_utcs
+from tests.conftest import at, query_tasks_as, zone_whose_date_is_not_utcs
 from tests.websocket import form_frame, frames_of_turn, open_socket
 from workspace import selectors
 from workspace import services as workspace_services
@@ -26,10 +26,6 @@ def added_task(user, title: str, when: dt.datetime, **fields) -> Task:
     task = workspace_services.create_task(user=user, title=title, **fields)
     Task.objects.filter(pk=task.pk).update(created_at=when)  # auto_now_add: set afterwards
     return task
-
-
-def at(day: dt.date, hour: int, zone: str) -> dt.datetime:
-    return dt.datetime.combine(day, dt.time(hour), tzinfo=zoneinfo.ZoneInfo(zone))
 
 
 def test_the_tool_offers_the_selectors_windows():

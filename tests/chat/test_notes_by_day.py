@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 
 from chat import services, tools
 from chat.rendering import describe_tool_call
-from tests.conftest import AHEAD, tool_as, zone_whose_date_is_not_utcs
+from tests.conftest import AHEAD, at, tool_as, zone_whose_date_is_not_utcs
 from tests.websocket import form_frame, frames_of_turn, open_socket
 from workspace import selectors
 from workspace import services as workspace_services
@@ -24,10 +24,6 @@ def changed_note(user, title: str, when: dt.datetime) -> Note:
     note = workspace_services.create_note(user=user, title=title, content=f"About {title}.")
     Note.objects.filter(pk=note.pk).update(updated_at=when)  # auto_now: set afterwards
     return note
-
-
-def at(day: dt.date, hour: int, zone: str) -> dt.datetime:
-    return dt.datetime.combine(day, dt.time(hour), tzinfo=zoneinfo.ZoneInfo(zone))
 
 
 def test_the_tool_offers_the_selectors_windows():
