@@ -205,7 +205,8 @@ def describe(op: Operation, rows: Rows) -> str:
         case "delete_task":
             return f"Delete task {title(Task, op.task_id)}"
         case "create_note":
-            return f"Create note “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "")
+            said = f": “{_excerpt(op.content)}”" if op.content.strip() else ""
+            return f"Create note “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "") + said
         case "update_note":
             return f"Update note {title(Note, op.note_id)}"
         case "move_note":
@@ -232,6 +233,12 @@ def _task_details(op: CreateTask) -> str:
     if op.due_date is not None:
         details.append(f"due {_day(op.due_date)}")
     return "".join(f", {d}" for d in details)
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    """A note's text on one line, cut at a word: what the card shows of it."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
 def _task_changes(op: UpdateTask) -> str:

@@ -156,7 +156,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
     if intent.kind == "projects":
         if not steps:
             return "query_projects", {"include_stats": True}
-        return phrasing.projects_answer(steps[-1].result)
+        return phrasing.projects_answer(steps[-1].result, archived_only=intent.archived)
 
     project_id = None
     if intent.project_name:
@@ -232,6 +232,8 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
         if not steps:
             if project_id:
                 op["project_id"] = project_id
+            if intent.content:
+                op["content"] = intent.content
             noun = "task" if intent.kind == "create_task" else "note"
             return "propose_operations", {"summary": f"Create the {noun} “{intent.title}”{when}", "operations": [op]}
         return phrasing.operations_outcome(steps[-1].result)

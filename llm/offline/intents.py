@@ -79,6 +79,8 @@ class Intent:
     added: str | None = None  # tasks: added in this window, one of workspace.selectors.PAST_WINDOWS
     undated: bool = False  # tasks/count_tasks and changes: only tasks with no due date
     changed: str | None = None  # notes/count_notes: added or edited in this window, one of workspace.selectors.PAST_WINDOWS
+    archived: bool = False  # projects: the archived ones alone
+    content: str = ""  # create_note: what the note says
 
 
 _DELETE_WORDS = r"delete|remove|erase|get rid of|clear out|clear(?=\s+(?:away\s+)?(?:my|the|all|every|completed|done|finished)\b)"
@@ -191,6 +193,10 @@ _WHAT_WAS_ADDED = re.compile(
     re.IGNORECASE,
 )
 _NOTES_WHEN = re.compile(rf"\b(?:from|since|during|over|in|of|for)?\s*\b(?P<when>{'|'.join(_PAST_WINDOWS)})\b", re.IGNORECASE)
+_PROJECTS_COMPARED = re.compile(
+    r"^(?:which|what)\s+projects?\s+(?:has|have|is|are)\s+(?:the\s+)?(?:most|fewest|least|biggest|busiest|largest|smallest)\b"
+    r"|\b(?:busiest|biggest|largest)\s+project\b"
+)
 _ADDED_TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*)")
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
 _CLEANUP = re.compile(r"\b(?:clean ?up|tidy(?: up)?|sort out|declutter|prune)\b", re.IGNORECASE)
@@ -355,6 +361,10 @@ def parse(text: str) -> Intent:
 
     if (mentions_notes or mentions_projects) and not mentions_tasks and _OTHER_CHANGE.match(raw):
         return Intent("cannot")
+    if mentions_projects and re.search(r"\barchived\s+projects?\b|\bprojects?\b.*\barchived\b", lower):
+        return Intent("projects", archived=True)  # "list my archived projects", "which projects are archived?"
+    if _PROJECTS_COMPARED.search(lower):
+        return Intent("projects")  # "which project has the most open tasks?": every project's counts answer it
     # "Tasks about the urgent fix" searches for a title; "urgent tasks" asks for a priority.
     priority = None if mentions_notes or (search and _priority(search.lower())) else _priority(lower)
     if priority and status == "all":
@@ -445,6 +455,10 @@ def _write_intent(raw: str) -> Intent | None:
             title, project = first["title"].strip(" \"'“”"), first["project"]
         title = _TO_DO_WHAT.sub("", title)
         if match["kind"].lower() == "note":
+            # "Add a note called Venue ideas: the old mill, the boathouse": a short title, then what it says.
+            if (said := re.match(r"^(?P<title>[^:]{1,80}?)\s*:\s+(?P<content>\S.*)$", title)) is not None:
+                title, content = said["title"], said["content"]
+                return Intent("create_note", title=title[:300], project_name=project, content=content)
             return Intent("create_note", title=title[:300], project_name=project) if title else None
         title, due = _due_at_end(title)
         return Intent("create_task", title=title[:300], project_name=project, **due) if title else None

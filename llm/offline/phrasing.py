@@ -188,11 +188,12 @@ def notes_answer(result: dict, *, project_name: str | None, search: str | None) 
     return "\n".join(lines)
 
 
-def projects_answer(result: dict) -> str:
-    projects = result["projects"]
+def projects_answer(result: dict, *, archived_only: bool = False) -> str:
+    projects = [p for p in result["projects"] if p.get("archived") or not archived_only]
     if not projects:
-        return "You have no projects yet."
-    lines = [f"You have {len(projects)} project{'s' if len(projects) != 1 else ''}:", ""]
+        return "You have no archived projects." if archived_only else "You have no projects yet."
+    kind = "archived project" if archived_only else "project"
+    lines = [f"You have {len(projects)} {kind}{'s' if len(projects) != 1 else ''}:", ""]
     for p in projects:
         detail = f" — {_counts(p['stats'])}" if p.get("stats") else ""
         lines.append(f"- {_project_label(p)}{detail}")

@@ -249,3 +249,21 @@ async def test_what_to_focus_on_in_a_project_and_when_nothing_is_pressing(demo, 
     await database_sync_to_async(workspace_services.create_task)(user=charlie, title="Plant the bulbs")
     reply, _ = await answer(charlie, "what should I work on next?")
     assert reply.startswith("Nothing is overdue, due today or urgent.") and "“what's on my plate?”" in reply
+
+
+async def test_archived_projects_are_listed_alone_and_none_is_said_so(demo):
+    reply, calls = await answer(demo, "list my archived projects")
+    assert calls == [{"tool": "query_projects", "include_stats": True}]
+    assert reply == "You have no archived projects."
+    await database_sync_to_async(lambda: demo.projects.filter(name="Home").update(archived=True))()
+    reply, _ = await answer(demo, "which projects are archived?")
+    assert reply.startswith("You have 1 archived project:") and "**Home** *(archived)*" in reply
+    assert "Atlas" not in reply and "Harbor" not in reply
+
+
+async def test_which_project_has_the_most_open_tasks_is_answered_with_every_projects_counts(demo):
+    reply, calls = await answer(demo, "which project has the most open tasks?")
+    assert calls == [{"tool": "query_projects", "include_stats": True}]
+    for name in ("Atlas", "Harbor", "Home"):
+        todo = len(await titles(demo, project__name=name, status="todo"))
+        assert f"**{name}** — {todo} to do, " in reply

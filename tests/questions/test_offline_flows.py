@@ -12,7 +12,7 @@ from tests.conftest import zone_whose_date_is_not_utcs
 from tests.websocket import form_frame, frames_of_turn, open_socket
 from workspace import services as workspace_services
 from workspace.demo_content import seed_demo_workspace
-from workspace.models import Task
+from workspace.models import Note, Task
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -284,4 +284,17 @@ async def test_reopening_a_task_that_is_not_completed_proposes_nothing(alice, fa
         == "You have no completed tasks matching “Chore number 7” to reopen, so there is nothing to change."
     )
     assert await rows(QuestionGroup, conversation=conversation) == []
+    await socket.disconnect()
+
+
+async def test_a_note_with_a_title_and_its_text_is_proposed_with_both_and_created_on_confirm(alice, fast_questions):
+    conversation, socket, frames = await chat(alice, "add a note called Venue ideas: the old mill, the boathouse")
+    assert "Create note “Venue ideas”: “the old mill, the boathouse”" in frames  # what will be written, before it is
+    assert await rows(Note, owner=alice) == []
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    (question,) = await rows(PendingQuestion, group=group)
+    await socket.send_to(text_data=form_frame(action="answer", question_id=str(question.pk), option=0))
+    await frames_of_turn(socket)
+    (note,) = await rows(Note, owner=alice)
+    assert (note.title, note.content) == ("Venue ideas", "the old mill, the boathouse")
     await socket.disconnect()

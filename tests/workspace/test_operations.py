@@ -78,3 +78,16 @@ def test_an_update_is_shown_on_the_card_in_the_words_the_task_list_uses(alice):
     renamed = {"op": "update_task", "task_id": task.pk, "title": "Buy oat milk", "description": ""}
     (line,) = operations.check(user=alice, operations=operations.OPERATIONS.validate_python([renamed]))
     assert line["text"] == "Update task “Buy milk”: title → “Buy oat milk”, description → none"
+
+
+def test_a_new_note_is_shown_with_the_start_of_its_text_on_one_line(alice):
+    text = "Shortlist:\n\nthe old mill, the boathouse, " + "and a long list of other places " * 5
+    (line,) = operations.check(
+        user=alice, operations=operations.OPERATIONS.validate_python([{"op": "create_note", "title": "Venues", "content": text}])
+    )
+    assert line["text"].startswith("Create note “Venues”: “Shortlist: the old mill, the boathouse, and a long")
+    assert line["text"].endswith("…”") and len(line["text"]) < 120
+    (line,) = operations.check(
+        user=alice, operations=operations.OPERATIONS.validate_python([{"op": "create_note", "title": "Empty", "content": " "}])
+    )
+    assert line["text"] == "Create note “Empty”"
