@@ -96,6 +96,7 @@ _CREATE = re.compile(
     r"(?:\s+(?:in|to|for|under)\s+(?:the\s+)?(?:project\s+)?(?P<project>[A-Z][\w&.-]*)(?:\s+project)?)?[.!]?$",
     re.IGNORECASE,
 )
+_CREATE_IN_PROJECT = re.compile(r"\s+(?:in|to|for|under)\s+(?:the\s+)?(?:project\s+)?(?P<project>[A-Z][\w&.-]*)(?:\s+project)?$")
 # A task said the way people say it to a person: "remind me to call Bob", "put milk on my list".
 # The whole of what follows is the title ("in Paris" is part of the errand, not a project).
 _ERRAND = re.compile(
@@ -196,6 +197,11 @@ _NOTES_WHEN = re.compile(rf"\b(?:from|since|during|over|in|of|for)?\s*\b(?P<when
 _PROJECTS_COMPARED = re.compile(
     r"^(?:which|what)\s+projects?\s+(?:has|have|is|are)\s+(?:the\s+)?(?:most|fewest|least|biggest|busiest|largest|smallest)\b"
     r"|\b(?:busiest|biggest|largest)\s+project\b"
+)
+_DID_FINISH = re.compile(
+    r"\b(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get\s+done|got\s+done|gotten\s+done|done)\b"
+    rf"(?:.*?\b(?P<when>{'|'.join(_PAST_WINDOWS)}))?",
+    re.IGNORECASE,
 )
 _ADDED_TO = re.compile(r"\b(?:to|into)\s+(?:the\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*)")
 # "Clean up my tasks (only the stale ones)": no rule says which tasks, so nothing is proposed.
@@ -377,6 +383,10 @@ def parse(text: str) -> Intent:
     if due := _by_due_date(raw):
         # "What's due this week?", "what's due on Dec 5?", "anything overdue in Atlas?", "tasks with no due date"
         return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, priority=priority, **due)
+    if counting and (finished := _DID_FINISH.search(raw)):
+        # "How many tasks did I finish this week?": those completed then (or ever).
+        when = _PAST_WINDOWS.get((finished["when"] or "").lower())
+        return Intent("count_tasks", status="completed", project_name=project_name, priority=priority, completed=when)
     if counting and (mentions_tasks or status != "all"):
         return Intent("count_tasks", status=status, project_name=project_name, priority=priority)
     if priority:
@@ -461,6 +471,8 @@ def _write_intent(raw: str) -> Intent | None:
                 return Intent("create_note", title=title[:300], project_name=project, content=content)
             return Intent("create_note", title=title[:300], project_name=project) if title else None
         title, due = _due_at_end(title)
+        if not project and due and (where := _CREATE_IN_PROJECT.search(title)):
+            title, project = title[: where.start()], where["project"]  # "call the venue in Harbor by Friday"
         return Intent("create_task", title=title[:300], project_name=project, **due) if title else None
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))
     if not mentions_tasks:

@@ -152,7 +152,8 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
     if filters.get("no_due_date") is True:
         return f"You have **{total}** {plural} with no due date{where}."
     if status == "completed":
-        return f"You have completed **{total}** {plural}{where}."
+        when = f" {PAST_DAYS[str(filters['completed'])]}{_window(result)}" if str(filters.get("completed")) in PAST_DAYS else ""
+        return f"You have completed **{total}** {plural}{where}{when}."
     if status == "in_progress":
         return f"You have **{total}** {plural} in progress{where}."
     if status == "todo":

@@ -126,6 +126,18 @@ async def test_how_many_tasks_did_i_complete(demo):
     assert calls == [{"tool": "query_tasks", "status": "completed", "limit": 1}]
 
 
+async def test_how_many_tasks_did_i_finish_this_week_counts_those_alone_and_says_which_days(demo):
+    reply, calls = await answer(demo, "how many tasks did I finish this week?")
+    assert calls == [{"tool": "query_tasks", "status": "completed", "completed": "this_week", "limit": 1}]
+    today = timezone.localdate()
+    monday = today - dt.timedelta(days=today.weekday())
+    done = await titles(demo, status="completed", completed_at__date__range=(monday, today))
+    total = await titles(demo, status="completed")
+    assert len(done) < len(total)  # the demo has older completed tasks, which are not counted
+    days = f" ({monday:%a} {monday:%b} {monday.day} – {today:%a} {today:%b} {today.day})" if monday != today else ""
+    assert reply == f"You have completed **{len(done)}** {'task' if len(done) == 1 else 'tasks'} this week{days}."
+
+
 async def test_how_many_notes_gives_the_number_alone(demo):
     reply, calls = await answer(demo, "how many notes do I have?")
     count = await database_sync_to_async(Note.objects.filter(owner=demo).count)()

@@ -17,6 +17,16 @@ from llm.offline.intents import Intent, parse
         ("what's left in Harbor?", Intent("tasks", status="open", project_name="Harbor")),
         ("when is the passport due?", Intent("tasks", search="passport")),
         ("which project has the most open tasks?", Intent("projects")),
+        ("how many tasks did I finish this week?", Intent("count_tasks", status="completed", completed="this_week")),
+        (
+            "how many tasks have we closed in Atlas last month?",
+            Intent("count_tasks", status="completed", project_name="Atlas", completed="last_month"),
+        ),
+        (
+            "add a task to call the venue in Harbor by Friday",
+            Intent("create_task", title="call the venue", project_name="Harbor", due="friday"),
+        ),
+        ("remind me to meet Bob in Paris tomorrow", Intent("create_task", title="meet Bob in Paris", due="tomorrow")),
         ("list my archived projects", Intent("projects", archived=True)),
         ("which projects are archived?", Intent("projects", archived=True)),
         (
