@@ -61,6 +61,8 @@ class Intent:
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
     #   | "no_such_date" (a due date the calendar does not have, "Nov 31": it says so, `search` holds it)
+    #   | "thanks" (a thank-you: it says you're welcome)
+    #   | "today" (what the date is: the person's, which the query tool reads in their time zone)
     #   | "open_range" (due before, after or between days: no window says which, so it says what it can list)
     #   | "overview" (how the person stands: open, overdue, due soon, recently completed)
     #   | "focus" (what to do first: the open tasks that are overdue, due today or urgent)
@@ -286,7 +288,7 @@ def is_knowledge_question(text: str) -> bool:
 _PROJECT_STATUS = re.compile(
     r"^(?i:(?:please\s+)?(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:status|progress|state)\s+(?:of|on|in|with)"
     r"|how(?:'s|\s+is)|how\s+are\s+things\s+(?:in|on|with)|where\s+are\s+we\s+(?:on|with)|what(?:'s|\s+is)\s+happening\s+(?:in|on|with)"
-    r"|(?:give\s+me\s+)?(?:an?\s+)?(?:status|summary|overview|update)\s+(?:of|on|for))\s+(?:the\s+)?(?:project\s+)?)"
+    r"|(?:give\s+me\s+)?(?:an?\s+)?(?:status|summary|overview|update)\s+(?:of|on|for)|tell\s+me\s+about)\s+(?:the\s+)?(?:project\s+)?)"
     r"(?P<name>[A-Z][\w&-]*)(?i:\s+project)?(?i:\s+(?:going|doing|coming\s+along|looking))?\s*[?.!]*$"
 )
 
@@ -323,6 +325,22 @@ _WHEN_DUE = re.compile(
 )
 
 
+_THANKS = re.compile(
+    r"^(?:thanks?(?:\s+you)?|thx|ty|cheers|great|perfect|awesome|nice|cool|ok(?:ay)?|got it)(?:[,!.\s]+(?:so much|a lot|again|mate))?[!. ]*$",
+    re.IGNORECASE,
+)
+_WHAT_DAY = re.compile(
+    r"^(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:today'?s\s+)?(?:date|day)(?:\s+today)?|what\s+day\s+is\s+(?:it|today)(?:\s+today)?"
+    r"|(?P<time>what(?:'s|\s+is)\s+the\s+time|what\s+time\s+is\s+it))(?:\s+now)?\s*\??$",
+    re.IGNORECASE,
+)
+_SHOW_ONE_TASK = re.compile(
+    r"^(?:please\s+)?(?:show|find|open|view|display|get)\s+(?:me\s+)?(?:the\s+|my\s+)?(?:task|to-?do)\s+(?!(?:about|called|named|titled|matching|in|for)\b)"
+    r"(?P<term>.+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+
+
 def parse(text: str) -> Intent:
     raw = text.strip()
     lower = raw.lower()
@@ -330,6 +348,13 @@ def parse(text: str) -> Intent:
         return Intent("help")
     if _OVERVIEW.match(raw):
         return Intent("overview")
+    if _THANKS.match(raw):
+        return Intent("thanks")
+    if day := _WHAT_DAY.match(raw):
+        return Intent("today", search="time" if day["time"] else None)
+    if shown := _SHOW_ONE_TASK.match(raw):  # "show the task Renew passport (in Home)"
+        term, where = shown["term"], _IN_PROJECT_AT_END.search(shown["term"])
+        return Intent("tasks", search=(term[: where.start()] if where else term).strip(" \"'“”"), project_name=where and where["name"])
     if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(about["name"]):
         return Intent("project_status", project_name=about["name"])
     if is_knowledge_question(raw):

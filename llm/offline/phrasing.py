@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
 from collections.abc import Mapping
 
 STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "completed", "open": "open", "all": ""}
@@ -30,6 +31,19 @@ CANNOT_CHANGE = (
     "changing due dates, starting a task, editing or deleting notes and projects) I can't make, so nothing was changed. "
     "With a model connected (`LLM_BASE_URL`) the assistant can."
 )
+
+
+THANKS = "You're welcome! Say “help” any time to see what I understand offline."
+
+
+def today_answer(result: dict, *, with_time: bool = False) -> str:
+    """The person's date (and the time there), from a query result that read the date in their time zone."""
+    now = dt.datetime.now(zoneinfo.ZoneInfo(result["time_zone"])) if with_time else None
+    today = now.date() if now else dt.date.fromisoformat(result["today"])  # one reading of the clock, past midnight too
+    date = f"{today:%A}, {today:%B} {today.day}, {today.year}"
+    if now:
+        return f"It's {now:%H:%M} on {date} ({result['time_zone']})."
+    return f"Today is {date} ({result['time_zone']})."
 
 
 OPEN_RANGE = (

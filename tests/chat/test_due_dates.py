@@ -4,6 +4,8 @@ each message, kept on the message)."""
 
 import datetime as dt
 import json
+import re
+import zoneinfo
 
 import pytest
 from channels.db import database_sync_to_async
@@ -255,3 +257,15 @@ async def test_tasks_with_no_due_date_offline_and_through_the_tool(alice):
     assert "Dated" not in reply.content and "Looked at up to 50 tasks with no due date" in frames
     _, _, count = await chat(alice, "how many tasks have no deadline?")
     assert count.content == "You have **2** tasks with no due date."
+
+
+async def test_whats_the_date_and_time_offline_are_the_persons_in_their_zone(alice):
+    zone, today = zone_whose_date_is_not_utcs()
+    _, _, reply = await chat(alice, "what's today's date?", time_zone=zone)
+    assert reply.content == f"Today is {today:%A}, {today:%B} {today.day}, {today.year} ({zone})."
+    _, _, reply = await chat(alice, "what time is it?", time_zone=zone)
+    said = re.fullmatch(rf"It's (\d\d):(\d\d) on \w+, \w+ \d+, \d{{4}} \({re.escape(zone)}\)\.", reply.content)
+    assert said, reply.content
+    now = dt.datetime.now(zoneinfo.ZoneInfo(zone))
+    behind = (now.hour * 60 + now.minute - int(said[1]) * 60 - int(said[2])) % (24 * 60)
+    assert behind <= 3  # minutes: the zone's clock, which is 11 or 14 hours from UTC's

@@ -279,3 +279,11 @@ async def test_which_project_has_the_most_open_tasks_is_answered_with_every_proj
     for name in ("Atlas", "Harbor", "Home"):
         todo = len(await titles(demo, project__name=name, status="todo"))
         assert f"**{name}** — {todo} to do, " in reply
+
+
+async def test_thanks_is_answered_in_kind_and_one_task_shown_by_its_name(demo):
+    reply, calls = await answer(demo, "thanks!")
+    assert calls == [] and reply.startswith("You're welcome!")
+    reply, calls = await answer(demo, "show the task Renew passport")
+    assert calls == [{"tool": "query_tasks", "status": "all", "search": "Renew passport", "limit": 50}]
+    assert reply.startswith("Here are your tasks matching “Renew passport” (1):") and "**Renew passport** — Home" in reply

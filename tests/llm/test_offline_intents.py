@@ -17,6 +17,12 @@ from llm.offline.intents import Intent, parse
         ("what's left in Harbor?", Intent("tasks", status="open", project_name="Harbor")),
         ("when is the passport due?", Intent("tasks", search="passport")),
         ("which project has the most open tasks?", Intent("projects")),
+        ("thanks!", Intent("thanks")),
+        ("what's today's date?", Intent("today")),
+        ("what time is it?", Intent("today", search="time")),
+        ("show the task Renew passport", Intent("tasks", search="Renew passport")),
+        ("show task buy milk in Harbor", Intent("tasks", search="buy milk", project_name="Harbor")),
+        ("tell me about the Harbor project", Intent("project_status", project_name="Harbor")),
         ("how many tasks did I finish this week?", Intent("count_tasks", status="completed", completed="this_week")),
         (
             "how many tasks have we closed in Atlas last month?",
