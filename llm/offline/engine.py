@@ -141,10 +141,10 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.CANNOT_CHANGE
     if intent.kind == "thanks":
         return phrasing.THANKS
-    if intent.kind == "today":
+    if intent.kind in ("today", "time"):
         if not steps:
-            return "query_tasks", {"due": "today", "limit": 1}  # its result says the person's date
-        return phrasing.today_answer(steps[-1].result, with_time=intent.search == "time")
+            return "query_tasks", {"due": "today", "limit": 1}  # its result says the person's date and zone
+        return phrasing.today_answer(steps[-1].result, with_time=intent.kind == "time")
     if intent.kind == "open_range":
         return phrasing.OPEN_RANGE
     if intent.kind == "no_such_date":

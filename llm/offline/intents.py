@@ -62,7 +62,7 @@ class Intent:
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
     #   | "no_such_date" (a due date the calendar does not have, "Nov 31": it says so, `search` holds it)
     #   | "thanks" (a thank-you: it says you're welcome)
-    #   | "today" (what the date is: the person's, which the query tool reads in their time zone)
+    #   | "today" | "time" (the person's date, which the query tool reads in their time zone; and the time there)
     #   | "open_range" (due before, after or between days: no window says which, so it says what it can list)
     #   | "overview" (how the person stands: open, overdue, due soon, recently completed)
     #   | "focus" (what to do first: the open tasks that are overdue, due today or urgent)
@@ -351,7 +351,7 @@ def parse(text: str) -> Intent:
     if _THANKS.match(raw):
         return Intent("thanks")
     if day := _WHAT_DAY.match(raw):
-        return Intent("today", search="time" if day["time"] else None)
+        return Intent("time" if day["time"] else "today")
     if shown := _SHOW_ONE_TASK.match(raw):  # "show the task Renew passport (in Home)"
         term, where = shown["term"], _IN_PROJECT_AT_END.search(shown["term"])
         return Intent("tasks", search=(term[: where.start()] if where else term).strip(" \"'“”"), project_name=where and where["name"])

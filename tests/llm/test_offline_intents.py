@@ -19,7 +19,7 @@ from llm.offline.intents import Intent, parse
         ("which project has the most open tasks?", Intent("projects")),
         ("thanks!", Intent("thanks")),
         ("what's today's date?", Intent("today")),
-        ("what time is it?", Intent("today", search="time")),
+        ("what time is it?", Intent("time")),
         ("show the task Renew passport", Intent("tasks", search="Renew passport")),
         ("show task buy milk in Harbor", Intent("tasks", search="buy milk", project_name="Harbor")),
         ("tell me about the Harbor project", Intent("project_status", project_name="Harbor")),
