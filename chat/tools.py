@@ -221,8 +221,7 @@ def _note(note: Note) -> dict:
 def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
     user = ctx.user
     project_id = _owned_project_id(user, args.project_id)
-    zone = zoneinfo.ZoneInfo(ctx.time_zone)
-    today = timezone.localdate(timezone=zone)
+    zone, today = _calendar(ctx)
     due = workspace.due_window(name=args.due, today=today) if args.due is not None else None
     if args.due_on is not None:
         due = workspace.DayWindow("due_on", args.due_on, args.due_on)
@@ -253,6 +252,12 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
     return {**found, "today": today.isoformat(), "time_zone": ctx.time_zone}
 
 
+def _calendar(ctx: ToolContext) -> tuple[zoneinfo.ZoneInfo, dt.date]:
+    """The user's time zone, and today's date in it: what the date windows count days in."""
+    zone = zoneinfo.ZoneInfo(ctx.time_zone)
+    return zone, timezone.localdate(timezone=zone)
+
+
 def _day(day: dt.date | None) -> str | None:
     return day.isoformat() if day else None
 
@@ -260,8 +265,7 @@ def _day(day: dt.date | None) -> str | None:
 def query_notes(ctx: ToolContext, args: QueryNotesArgs) -> dict:
     user = ctx.user
     project_id = _owned_project_id(user, args.project_id)
-    zone = zoneinfo.ZoneInfo(ctx.time_zone)
-    today = timezone.localdate(timezone=zone)
+    zone, today = _calendar(ctx)
     changed = workspace.past_window(name=args.changed, today=today) if args.changed is not None else None
     page = workspace.notes_for_user(
         user=user, project_id=project_id, search_term=args.search_term, changed=changed, time_zone=zone, limit=args.limit

@@ -44,3 +44,9 @@ def bidi_marker(control: str) -> str:
 def visible_bidi_controls(text: str) -> str:
     """`text` with each bidirectional control replaced by its marker, as plain text."""
     return BIDI_CONTROLS.sub(lambda m: bidi_marker(m.group()), text)
+
+
+def excerpt(text: str, limit: int) -> str:
+    """`text` on one line, cut at a word to at most `limit` characters, "…" marking the cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"

@@ -19,6 +19,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 from project.errors import Rejected
+from project.text import excerpt
 from project.users import User
 from workspace import services
 from workspace.models import Note, Project, Task
@@ -205,7 +206,7 @@ def describe(op: Operation, rows: Rows) -> str:
         case "delete_task":
             return f"Delete task {title(Task, op.task_id)}"
         case "create_note":
-            said = f": “{_excerpt(op.content)}”" if op.content.strip() else ""
+            said = f": “{excerpt(op.content, 80)}”" if op.content.strip() else ""
             return f"Create note “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "") + said
         case "update_note":
             return f"Update note {title(Note, op.note_id)}"
@@ -233,12 +234,6 @@ def _task_details(op: CreateTask) -> str:
     if op.due_date is not None:
         details.append(f"due {_day(op.due_date)}")
     return "".join(f", {d}" for d in details)
-
-
-def _excerpt(text: str, limit: int = 80) -> str:
-    """A note's text on one line, cut at a word: what the card shows of it."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
 def _task_changes(op: UpdateTask) -> str:
