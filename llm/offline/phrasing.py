@@ -6,8 +6,6 @@ import datetime as dt
 import zoneinfo
 from collections.abc import Mapping
 
-from project.text import excerpt
-
 STATUS_LABEL = {"todo": "to-do", "in_progress": "in-progress", "completed": "completed", "open": "open", "all": ""}
 
 CAPABILITIES = (
@@ -198,8 +196,8 @@ def notes_answer(result: dict, *, project_name: str | None, search: str | None) 
     lines = [f"I found {result['total']} note{'s' if result['total'] != 1 else ''}{where}:", ""]
     for note in notes:
         where = f" ({note['project']['name']})" if note.get("project") else ""
-        said = excerpt(note.get("content") or "", 140)
-        lines.append(f"- **{note['title']}**{where}" + (f" — {said}" if said else ""))
+        excerpt = _excerpt(note.get("content") or "")
+        lines.append(f"- **{note['title']}**{where}" + (f" — {excerpt}" if excerpt else ""))
     if result.get("truncated"):
         lines += ["", f"…and {result['more']} more not shown."]
     return "\n".join(lines)
@@ -347,6 +345,11 @@ def _due(iso: str, *, done: bool, today: dt.date | None = None) -> str:
     if days == 1:
         return "due tomorrow"
     return f"due {due:%a} {due:%b} {due.day}"
+
+
+def _excerpt(text: str, limit: int = 140) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
 VERBS = {
