@@ -126,8 +126,11 @@ FOCUS_QUERIES = (
     {"status": "open", "priority_at_least": "urgent"},
 )
 FOCUS_LIMIT = 20
-WRITE_KINDS = {"delete_tasks", "complete_tasks", "reopen_tasks", "move_tasks", "create_task", "create_note"}
+FIND_LIMIT = 10  # of each: tasks, notes
+WRITE_KINDS = {"delete_tasks", "complete_tasks", "reopen_tasks", "move_tasks", "update_tasks", "create_task", "create_note", "delete_notes"}
 BULK_LIMIT = 500
+NOTES_LIMIT = 200  # the most query_notes lists at once
+SUMMARY_LIMIT = 300
 
 
 def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
@@ -159,6 +162,13 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         if not steps:
             return [("query_tasks", {**filters, "limit": limit}) for filters, limit in OVERVIEW_QUERIES]
         return phrasing.overview_answer(*(step.result for step in steps))
+    if intent.kind == "find":
+        if not steps:
+            return [
+                ("query_tasks", {"search": intent.search, "limit": FIND_LIMIT}),
+                ("query_notes", {"search_term": intent.search, "limit": FIND_LIMIT}),
+            ]
+        return phrasing.find_answer(steps[0].result, steps[1].result, search=intent.search or "")
     if intent.kind == "projects":
         if not steps:
             return "query_projects", {"include_stats": True}
@@ -241,9 +251,21 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
             if intent.content:
                 op["content"] = intent.content
             noun = "task" if intent.kind == "create_task" else "note"
-            return "propose_operations", {"summary": f"Create the {noun} “{intent.title}”{when}", "operations": [op]}
+            return _propose(f"Create the {noun} “{intent.title}”{when}", [op])
         return phrasing.operations_outcome(steps[-1].result)
 
+    if intent.kind == "delete_notes":
+        return _delete_notes(intent, steps, project_id=project_id or None)
+    changes: dict = {}
+    if intent.kind == "update_tasks":
+        changes = _without_none({"title": intent.new_title, "priority": intent.new_priority, "status": intent.new_status})
+        if intent.new_due:  # which date "Friday" is in the person's calendar: the query tool says
+            if not steps:
+                return "query_tasks", {"status": "open", "due": intent.new_due, "limit": 1}
+            changes["due_date"] = steps[0].result.get("due_from")
+            steps = steps[1:]
+        elif intent.new_due_on:
+            changes["due_date"] = intent.new_due_on
     if not steps:
         return "query_tasks", _without_none({**_task_filters(intent), "project_id": project_id, "limit": BULK_LIMIT})
     found = steps[0].result
@@ -254,7 +276,17 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
         tasks = [t for t in tasks if t["status"] != "completed"]
     if intent.kind == "move_tasks":
         tasks = [t for t in tasks if (t.get("project") or {}).get("id") != target_id]
-    action = {"delete_tasks": "delete", "complete_tasks": "complete", "reopen_tasks": "reopen", "move_tasks": "move"}[intent.kind]
+    if intent.kind == "update_tasks":
+        # "Rename buy milk": the task of that very title, when there is one, not every title containing it.
+        named = [t for t in tasks if intent.search and t["title"].casefold() == intent.search.casefold()] or tasks
+        tasks = [t for t in named if any(t.get(field) != value for field, value in changes.items())]
+        if named and not tasks:
+            return phrasing.already_so(changes, named)
+        if "title" in changes and len(tasks) > 1:
+            return phrasing.which_of(tasks, search=intent.search or "")
+    action = {"delete_tasks": "delete", "complete_tasks": "complete", "reopen_tasks": "reopen", "move_tasks": "move"}.get(
+        intent.kind, "rename" if "title" in changes else "change"
+    )
     if not tasks:
         return phrasing.nothing_to_change(action, noun=_picked_noun(intent), search=intent.search, project_name=intent.project_name)
     if intent.kind == "delete_tasks":
@@ -263,6 +295,8 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
         ops = [{"op": "complete_task", "task_id": t["id"]} for t in tasks]
     elif intent.kind == "reopen_tasks":
         ops = [{"op": "update_task", "task_id": t["id"], "status": "todo"} for t in tasks]
+    elif intent.kind == "update_tasks":
+        ops = [{"op": "update_task", "task_id": t["id"], **changes} for t in tasks]
     else:
         ops = [{"op": "move_task", "task_id": t["id"], "project_id": target_id} for t in tasks]
     what = f"{len(ops)} {_picked_noun(intent, count=len(ops))}"
@@ -272,8 +306,33 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
         "complete_tasks": f"Mark {what}{scope} completed",
         "reopen_tasks": f"Reopen {what}{scope} as to do",
         "move_tasks": f"Move {what}{scope} to {intent.target_project}",
+        "update_tasks": phrasing.change_summary(changes, what=f"{what}{scope}", titles=[t["title"] for t in tasks]),
     }[intent.kind]
-    return "propose_operations", {"summary": summary, "operations": ops}
+    return _propose(summary, ops)
+
+
+def _delete_notes(intent: Intent, steps: list[_Step], *, project_id: int | None) -> str | Call:
+    if not steps:
+        filters = {"search_term": intent.search, "project_id": project_id, "changed": intent.changed, "limit": NOTES_LIMIT}
+        return "query_notes", _without_none(filters)
+    if len(steps) > 1:
+        return phrasing.operations_outcome(steps[-1].result, more=steps[0].result.get("more", 0))
+    notes = steps[0].result.get("notes", [])
+    # "Delete the note Venue ideas": that very note, when there is one, not every note that mentions it.
+    notes = [n for n in notes if intent.search and n["title"].casefold() == intent.search.casefold()] or notes
+    where = phrasing.scope(intent.project_name, intent.search) + phrasing.changed_words(steps[0].result)
+    if not notes:
+        return f"You have no notes{where} to delete, so there is nothing to change."
+    what = f"{len(notes)} note{'s' if len(notes) != 1 else ''}{where}"
+    return _propose(f"Delete {what}", [{"op": "delete_note", "note_id": n["id"]} for n in notes])
+
+
+def _propose(summary: str, operations: list[dict]) -> Call:
+    # The card's headline holds 300 characters; a long title in it is cut, the operations keep it whole.
+    return "propose_operations", {
+        "summary": summary if len(summary) <= SUMMARY_LIMIT else summary[: SUMMARY_LIMIT - 1] + "…",
+        "operations": operations,
+    }
 
 
 def _picked_noun(intent: Intent, *, count: int = 2) -> str:

@@ -66,8 +66,10 @@ class Intent:
     #   | "open_range" (due before, after or between days: no window says which, so it says what it can list)
     #   | "overview" (how the person stands: open, overdue, due soon, recently completed)
     #   | "focus" (what to do first: the open tasks that are overdue, due today or urgent)
+    #   | "find" (a word looked up in the task titles and the notes at once)
     # write (always proposed, never applied without confirmation):
-    #   "delete_tasks" | "complete_tasks" | "reopen_tasks" | "move_tasks" | "create_task" | "create_note"
+    #   "delete_tasks" | "complete_tasks" | "reopen_tasks" | "move_tasks" | "update_tasks" | "create_task"
+    #   | "create_note" | "delete_notes"
     kind: str
     status: str = "all"
     search: str | None = None
@@ -83,6 +85,12 @@ class Intent:
     changed: str | None = None  # notes/count_notes: added or edited in this window, one of workspace.selectors.PAST_WINDOWS
     archived: bool = False  # projects: the archived ones alone
     content: str = ""  # create_note: what the note says
+    # update_tasks: what changes (None: stays as it is)
+    new_priority: str | None = None
+    new_due: str | None = None  # a day the query tool dates ("tomorrow", "friday", "next_week")
+    new_due_on: str | None = None  # a date (ISO)
+    new_status: str | None = None  # "in_progress": the task is started
+    new_title: str | None = None  # one task only
 
 
 _DELETE_WORDS = r"delete|remove|erase|get rid of|clear out|clear(?=\s+(?:away\s+)?(?:my|the|all|every|completed|done|finished)\b)"
@@ -126,6 +134,13 @@ _DONE = r"as\s+(?:done|complete|completed|finished)\b"
 _NAMED_TASK = re.compile(
     r"\b(?:task|to-?do)\s+(?!(?:about|called|named|titled|matching|mentioning|containing|in|for|from|under|as)\b)"
     rf"(?P<term>.+?)(?=\s+{_DONE}|\s+(?:in|from|under)\s+(?:the\s+)?(?:project\s+)?[A-Z]|\s*[?.!,]|\s*$)",
+    re.IGNORECASE,
+)
+# "I finished buy milk", "done with the passport task", "the venue task is done": a task said to be done.
+_SAID_DONE = re.compile(
+    r"^(?:(?:ok(?:ay)?|so|well),?\s+)?(?:i(?:'ve|\s+have)?\s+(?:just\s+|already\s+|now\s+)?(?:finished|completed|done)\s+(?!(?:all|every|everything|my|\d+)\b)(?P<what>.+?)"
+    r"|(?:i'?m\s+|i\s+am\s+)?(?:all\s+)?done\s+with\s+(?!(?:all|every|everything|it|that|this|them)\b)(?P<with>.+?)"
+    r"|(?!(?:what|which|how|is|are|everything|all|it|that|this)\b)(?P<is>[^?]+?)\s+(?:is|are)\s+(?:now\s+)?(?:done|finished|complete|completed))\s*[.!]*$",
     re.IGNORECASE,
 )
 _MARK_DONE = re.compile(rf"^(?:please\s+)?mark\s+(?P<term>.+?)\s+{_DONE}", re.IGNORECASE)
@@ -314,6 +329,7 @@ _FOCUS = re.compile(
     r"\b(?:(?:should|shall|could|can|do)\s+(?:i|we)\s+(?:focus\s+on|tackle|prioriti[sz]e|start(?:\s+on|\s+with)?"
     r"|(?:work\s+on|do|finish)\s+(?:next|first|today|now|right\s+now))"
     r"|where\s+(?:should|shall|do)\s+(?:i|we)\s+start|what(?:'s|\s+is)\s+(?:up\s+)?next|needs?\s+my\s+attention"
+    r"|what(?:'s|\s+is)\s+(?:my|our)\s+next\s+(?:task|to-?do|thing)"
     r"|(?:my|our)\s+priorities)\b",
     re.IGNORECASE,
 )
@@ -332,6 +348,19 @@ _THANKS = re.compile(
 _WHAT_DAY = re.compile(
     r"^(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:today'?s\s+)?(?:date|day)(?:\s+today)?|what\s+day\s+is\s+(?:it|today)(?:\s+today)?"
     r"|(?P<time>what(?:'s|\s+is)\s+the\s+time|what\s+time\s+is\s+it))(?:\s+now)?\s*\??$",
+    re.IGNORECASE,
+)
+# "Find milk", "search for the landlord", "look for anything about the venue": a word looked up in
+# the tasks and the notes at once. Not "find notes about …", which names where to look, nor "find
+# out how …", a question.
+_FIND_ANYWHERE = re.compile(
+    r"^(?:please\s+)?(?:search|find|look)\s+(?:for\s+|up\s+)?(?:(?:anything|everything|something|stuff)\s+(?:about|on|regarding|mentioning|with)\s+)?"
+    r"(?!(?:out|how|what|why|where|when|which|who|my|all|every)\b)(?P<term>(?:(?!\b(?:tasks?|notes?|projects?|to-?dos?|docs|documentation|guide|knowledge\s+base)\b).)+?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_SEARCH_DOCS = re.compile(
+    r"^(?:please\s+)?(?:search|look\s+(?:in|up|through)|check)\s+(?:in\s+)?(?:the\s+)?(?:docs|documentation|guide|user\s+guide|knowledge\s+base|help)"
+    r"\s+(?:for|about|on)\s+(?P<question>.+?)\s*$|^find\s+out\s+(?P<question2>.+?)\s*$",
     re.IGNORECASE,
 )
 _SHOW_ONE_TASK = re.compile(
@@ -357,6 +386,12 @@ def parse(text: str) -> Intent:
         return Intent("tasks", search=(term[: where.start()] if where else term).strip(" \"'“”"), project_name=where and where["name"])
     if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(about["name"]):
         return Intent("project_status", project_name=about["name"])
+    if _PROJECTS_COMPARED.search(raw.lower()):
+        return Intent("projects")  # "which project has the most open tasks?": every project's counts answer it
+    if found := _FIND_ANYWHERE.match(raw):
+        return Intent("find", search=_FILLER.sub("", found["term"].strip(" \"'“”")))
+    if found := _SEARCH_DOCS.match(raw):
+        return Intent("knowledge", search=found["question"] or found["question2"])
     if is_knowledge_question(raw):
         return Intent("knowledge", search=raw)
     if done := _WHAT_WAS_DONE.search(raw):
@@ -394,8 +429,6 @@ def parse(text: str) -> Intent:
         return Intent("cannot")
     if mentions_projects and re.search(r"\barchived\s+projects?\b|\bprojects?\b.*\barchived\b", lower):
         return Intent("projects", archived=True)  # "list my archived projects", "which projects are archived?"
-    if _PROJECTS_COMPARED.search(lower):
-        return Intent("projects")  # "which project has the most open tasks?": every project's counts answer it
     # "Tasks about the urgent fix" searches for a title; "urgent tasks" asks for a priority.
     priority = None if mentions_notes or (search and _priority(search.lower())) else _priority(lower)
     if priority and status == "all":
@@ -453,34 +486,69 @@ _REOPEN = re.compile(
 _IN_PROJECT_AT_END = re.compile(r"\s*\b(?:in|from|under)\s+(?:the\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*)(?:\s+project)?\s*$")
 
 
-def _reopen(raw: str) -> Intent | None:
-    if not (match := _REOPEN.match(raw)):
-        return None
-    what = (match["what"] or match["marked"]).strip(" \"'“”")
+@dataclass(frozen=True)
+class _Target:
+    """The tasks a change to named tasks picks: "the task buy milk in Atlas", "the design tasks"."""
+
+    words: str  # as said, without the project
+    search: str | None
+    project_name: str | None
+
+    @property
+    def pointer(self) -> bool:
+        """ "it", "that one": only a model could read which task that is."""
+        return _FILLER.sub("", self.words).lower() in _POINTERS
+
+    def names_none(self, picked: _Dates) -> bool:
+        """ "Reopen the task", "start the task": no task named, so none may be proposed (never every one)."""
+        return self.search is None and not picked and not self.project_name and not re.search(_EVERY, self.words, re.IGNORECASE)
+
+
+_EVERY = r"\b(?:all|every|everything)\b"
+
+
+def _target(words: str) -> _Target | None:
+    """None when the words name a note or a project, which these changes do not touch."""
+    words = words.strip(" \"'“”")
     # Only "in Atlas" at the end names a project: "for Sam" in "buy a present for Sam" is the title's.
-    project_name = (where := _IN_PROJECT_AT_END.search(what)) and where["name"]
+    project_name = (where := _IN_PROJECT_AT_END.search(words)) and where["name"]
     if where:
-        what = what[: where.start()]
-    if _FILLER.sub("", what).lower() in _POINTERS:
-        return Intent("which_task", search=what)
-    if _NOTE_OR_PROJECT.search(what):
-        return None  # a note or a project is never completed
-    picked = _picked_by_date(raw)
-    if re.search(r"\b(?:tasks?|to-?dos?)\b", what, re.IGNORECASE):
-        search = _named_task(what) or _term_before_tasks(what)
+        words = words[: where.start()]
+    if _NOTE_OR_PROJECT.search(words):
+        return None
+    if re.search(r"\b(?:tasks?|to-?dos?)\b", words, re.IGNORECASE):
+        search = _named_task(words) or _term_before_tasks(words)
     else:
-        search = _FILLER.sub("", what) or None
+        search = _FILLER.sub("", words).strip(" \"'“”") or None
     if search and search.lower() in {"everything", "all", "all of them", "completed", "done", "finished"}:
         search = None
-    if search is None and not picked and not project_name and not re.search(r"\b(?:all|every|everything)\b", what, re.IGNORECASE):
-        return Intent("which_task", search=what)  # "reopen the task" names none: never propose every completed one
-    return Intent("reopen_tasks", status="completed", search=search, project_name=project_name, **picked)
+    return _Target(words, search, project_name or None)
+
+
+def _reopen(raw: str) -> Intent | None:
+    if not (match := _REOPEN.match(raw)) or (target := _target(match["what"] or match["marked"])) is None:
+        return None
+    picked = _picked_by_date(raw)
+    if target.pointer or target.names_none(picked):
+        return Intent("which_task", search=target.words)
+    return Intent("reopen_tasks", status="completed", search=target.search, project_name=target.project_name, **picked)
 
 
 def _write_intent(raw: str) -> Intent | None:
     lower = raw.lower()
     if reopened := _reopen(raw):
         return reopened
+    if changed := _task_change(raw):
+        return changed
+    if deleted := _delete_notes(raw):
+        return deleted
+    if (
+        (said := _SAID_DONE.match(raw))
+        and (target := _target(said["what"] or said["with"] or said["is"]))
+        and target.search
+        and not target.pointer
+    ):
+        return Intent("complete_tasks", search=target.search, project_name=target.project_name)
     if match := _ERRAND.match(raw):
         title, due = _due_at_end((match["todo"] or match["item"]).strip(" \"'“”"))
         return Intent("create_task", title=title[:300], **due)
@@ -740,3 +808,102 @@ def _search_term(raw: str, project_name: str | None) -> str | None:
         if term and term.lower() not in _GENERIC_TERMS:
             return term
     return None
+
+
+# Changes to named tasks besides completing, reopening and moving them: a new priority ("make buy
+# milk urgent"), a new due day ("push the passport task to Friday"), starting one ("start working on
+# buy milk") and a new title ("rename the task buy milk to buy oat milk").
+_NEW_PRIORITY = r"(?:an?\s+)?(?P<priority>urgent|high|medium|normal|low)(?:[- ]priority)?"
+_NEW_DAY = (
+    rf"(?P<new_day>(?:the\s+)?(?:(?P<when>today|tonight|tomorrow|next\s+week|(?:(?:next|this)\s+)?(?:{'|'.join(WEEKDAYS)}))\b|{_DATE}))"
+)
+_CHANGE_END = r"\s*[.!]?$"
+_TASK_CHANGES = [
+    re.compile(rf"{_POLITELY}(?:set|change|raise|lower|bump|make)\s+(?:the\s+)?priority\s+(?:of|on|for)\s+(?P<what>.+?)\s+(?:to\s+)?{_NEW_PRIORITY}{_CHANGE_END}", re.IGNORECASE),
+    re.compile(rf"{_POLITELY}(?:change|set|move|push|update)\s+(?:the\s+)?(?:due\s+date|deadline)\s+(?:of|on|for)\s+(?P<what>.+?)\s+to\s+{_NEW_DAY}{_CHANGE_END}", re.IGNORECASE),
+    re.compile(rf"{_POLITELY}(?:make|set|mark|bump|raise|lower|change|put|turn)\s+(?P<what>.+?)\s+(?:(?:up\s+|down\s+)?to\s+|as\s+|at\s+)?{_NEW_PRIORITY}{_CHANGE_END}", re.IGNORECASE),
+    re.compile(rf"{_POLITELY}(?P<lower>de-?)?prioriti[sz]e\s+(?P<what>.+?){_CHANGE_END}", re.IGNORECASE),
+    re.compile(
+        rf"{_POLITELY}(?:move|push|postpone|reschedule|defer|delay|bump|change|set|make)\s+(?P<what>.+?)\s+"
+        rf"(?:(?:back\s+|out\s+)?to|until|till|for|due(?:\s+on|\s+by)?)\s+{_NEW_DAY}{_CHANGE_END}",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"{_POLITELY}give\s+(?P<what>.+?)\s+a\s+(?:due\s+date|deadline)\s+(?:of\s+|on\s+)?{_NEW_DAY}{_CHANGE_END}", re.IGNORECASE),
+    re.compile(rf"{_POLITELY}(?P<start>start|begin)\s+(?:working\s+on\s+|work\s+on\s+|on\s+|with\s+)?(?!(?:a|an|new|over|again)\b)(?P<what>.+?){_CHANGE_END}", re.IGNORECASE),
+    re.compile(rf"{_POLITELY}(?:mark|set|move|put|turn)\s+(?P<what>.+?)\s+(?:as\s+|to\s+|into\s+)?(?P<start>in[- ]progress|started){_CHANGE_END}", re.IGNORECASE),
+    re.compile(rf"{_POLITELY}(?:rename|retitle)\s+(?P<what>.+?)\s+(?:to|as)\s+(?P<title>.+?){_CHANGE_END}", re.IGNORECASE),
+    re.compile(rf"{_POLITELY}(?:change|set)\s+(?:the\s+)?(?:title|name)\s+of\s+(?P<what>.+?)\s+to\s+(?P<title>.+?){_CHANGE_END}", re.IGNORECASE),
+]  # fmt: skip
+
+
+class _Change(TypedDict, total=False):
+    """The Intent fields that say what a change to tasks makes them."""
+
+    new_title: str
+    new_priority: str
+    new_status: str
+    new_due: str
+    new_due_on: str
+
+
+def _task_change(raw: str) -> Intent | None:
+    match = next(filter(None, (pattern.match(raw) for pattern in _TASK_CHANGES)), None)
+    if match is None or (target := _target(match["what"])) is None:
+        return None
+    groups = match.groupdict()
+    picked = _picked_by_date(target.words)  # "make the tasks due today urgent"; not the new day
+    if target.pointer or target.names_none(picked):
+        return Intent("which_task", search=target.words)
+    if groups.get("title"):
+        if target.search is None:
+            return Intent("which_task", search=target.words)  # a new title is for one task, named
+        change: _Change = {"new_title": groups["title"].strip(" \"'“”")[:500]}
+    elif groups.get("priority"):
+        change = {"new_priority": {"normal": "medium"}.get(groups["priority"].lower(), groups["priority"].lower())}
+    elif "lower" in groups:
+        change = {"new_priority": "low" if groups["lower"] else "high"}
+    elif groups.get("start"):
+        change = {"new_status": "in_progress"}
+    elif when := groups.get("when"):
+        day = re.sub(r"^(?:next|this)\s+(?=\w+day$)", "", when.lower())  # "next Friday": the coming one
+        change = {"new_due": {"tonight": "today", "next week": "next_week"}.get(re.sub(r"\s+", " ", day), day)}
+    elif due_on := _due_date(match["new_day"], pattern=_A_DATE):
+        change = {"new_due_on": due_on}
+    else:
+        return Intent("no_such_date", search=match["new_day"])
+    # What is changed is still to do; a new title may go to a finished task too.
+    status = "all" if "new_title" in change else "open"
+    return Intent("update_tasks", status=status, search=target.search, project_name=target.project_name, **picked, **change)
+
+
+# "Delete the note Venue ideas", "remove my notes about the landlord", "delete the notes in Atlas".
+_DELETE_NOTES = re.compile(rf"{_POLITELY}(?:{_DELETE_WORDS})\s+(?P<what>(?:.+?\s+)?notes?\b.*?){_CHANGE_END}", re.IGNORECASE)
+_NOTE_TITLED = re.compile(
+    r"^(?:the\s+|my\s+)?notes?\s+(?:called\s+|named\s+|titled\s+)?(?!(?:about|on|regarding|mentioning|containing|with|in|from)\b)(?P<title>\S.*)$",
+    re.IGNORECASE,
+)
+_TITLE_THEN_NOTE = re.compile(r"^(?:the\s+|my\s+)(?P<title>.+?)\s+notes?$", re.IGNORECASE)
+
+
+def _delete_notes(raw: str) -> Intent | None:
+    if not (match := _DELETE_NOTES.match(raw)):
+        return None
+    what = match["what"].strip()
+    project_name = None
+    if where := _IN_PROJECT_AT_END.search(what):
+        what, project_name = what[: where.start()], where["name"]
+    if re.fullmatch(r"(?:this|that|these|those)\s+notes?|it|them", what, re.IGNORECASE):
+        return Intent("which_task", search=what)  # which note "this note" is, only a model could read
+    if re.search(r"\b(?:tasks?|to-?dos?)\b", what, re.IGNORECASE):
+        return None  # "delete the task about notes" is about a task
+    changed = None
+    if when := _NOTES_WHEN.search(what):  # "the notes I wrote yesterday": picked by when, not a title
+        changed, named = _PAST_WINDOWS[when["when"].lower()], None
+    else:
+        named = _NOTE_TITLED.match(what) or _TITLE_THEN_NOTE.match(what)
+    search = named["title"].strip(" \"'“”") if named else _search_term(what, project_name)
+    if search and re.fullmatch(r"(?:all|every|everything|all of them)", search, re.IGNORECASE):
+        search = None
+    if search is None and not project_name and not changed and not re.search(rf"{_EVERY}|^my\s+notes$", what, re.IGNORECASE):
+        return Intent("which_task", search=what)  # "delete the note" names none: never propose every one
+    return Intent("delete_notes", search=search, project_name=project_name, changed=changed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import zoneinfo
 from collections.abc import Mapping
 
@@ -13,11 +14,13 @@ CAPABILITIES = (
     "requests about your workspace. Try:\n\n"
     "- “what's in progress?”, “what's urgent?”, “what's due this week?”, “what should I focus on?” or “show my to-do tasks”\n"
     "- “show my tasks in Atlas” or “find tasks about design”\n"
-    "- “find notes about the launch”\n"
+    "- “find notes about the launch”, or “find milk” to look in tasks and notes at once\n"
     "- “how many tasks did I complete?” or “how am I doing?”\n"
     "- “list my projects”\n"
     "- “delete all my completed tasks”, “mark the design tasks as done”, “reopen the task buy milk”, “move the design tasks to Atlas”, "
-    "“add a task called Book venue in Harbor”, “remind me to call Bob tomorrow” — I always show you the changes to confirm first\n"
+    "“add a task called Book venue in Harbor”, “remind me to call Bob tomorrow”, “make buy milk urgent”, "
+    "“push the passport task to Friday”, “start working on buy milk”, “delete the note Venue ideas” — "
+    "I always show you the changes to confirm first\n"
     "- “clean up my tasks” — I'll ask what you mean\n"
     "- questions about Clarion itself, such as “how do I connect my own model?”, from the knowledge base\n\n"
     "For open-ended conversation, connect a model by setting `LLM_BASE_URL` (see the README)."
@@ -27,9 +30,9 @@ CAPABILITIES = (
 PRIORITY_WORDS = {"urgent": "urgent", "high": "high-priority", "medium": "medium-or-higher-priority"}
 
 CANNOT_CHANGE = (
-    "Offline I can add, complete, move and delete tasks and add notes; other changes (renaming, priorities, "
-    "changing due dates, starting a task, editing or deleting notes and projects) I can't make, so nothing was changed. "
-    "With a model connected (`LLM_BASE_URL`) the assistant can."
+    "Offline I can add, complete, reopen, start, reschedule, re-prioritise, rename, move and delete tasks, and add and "
+    "delete notes; other changes (editing or moving a note, and creating, renaming, archiving or deleting a project) "
+    "I can't make, so nothing was changed. With a model connected (`LLM_BASE_URL`) the assistant can."
 )
 
 
@@ -60,10 +63,12 @@ def no_such_date(text: str) -> str:
 
 def which_task(pointer: str) -> str:
     """A change to "it" or "this task": the offline engine reads each message on its own."""
-    return (
-        f"Offline I read each message on its own, so I can't tell what “{pointer}” refers to, and nothing was changed. "
-        "Name the tasks, for example “mark buy milk as done”, “delete the task buy milk” or “move the design tasks to Atlas”."
+    examples = (
+        "Name the notes, for example “delete the note Venue ideas” or “delete my notes about the landlord”."
+        if re.search(r"\bnotes?\b", pointer, re.IGNORECASE)
+        else "Name the tasks, for example “mark buy milk as done”, “delete the task buy milk” or “move the design tasks to Atlas”."
     )
+    return f"Offline I read each message on its own, so I can't tell what “{pointer}” refers to, and nothing was changed. {examples}"
 
 
 # The due windows of a weekday: the next such day (the tool's "due" values; the offline engine
@@ -179,10 +184,10 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
 
 def note_count_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     total = result["total"]
-    return f"You have **{total}** note{'s' if total != 1 else ''}{scope(project_name, search)}{_changed(result)}."
+    return f"You have **{total}** note{'s' if total != 1 else ''}{scope(project_name, search)}{changed_words(result)}."
 
 
-def _changed(result: dict) -> str:
+def changed_words(result: dict) -> str:
     """ " added or edited last week (Mon Nov 16 – Sun Nov 22)", for notes picked by when they changed."""
     when = PAST_DAYS.get(str(result.get("filters", {}).get("changed")))
     return f" added or edited {when}{_window(result)}" if when else ""
@@ -190,7 +195,7 @@ def _changed(result: dict) -> str:
 
 def notes_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
     notes = result["notes"]
-    where = scope(project_name, search) + _changed(result)
+    where = scope(project_name, search) + changed_words(result)
     if not notes:
         return f"I found no notes{where}."
     lines = [f"I found {result['total']} note{'s' if result['total'] != 1 else ''}{where}:", ""]
@@ -201,6 +206,22 @@ def notes_answer(result: dict, *, project_name: str | None, search: str | None) 
     if result.get("truncated"):
         lines += ["", f"…and {result['more']} more not shown."]
     return "\n".join(lines)
+
+
+def find_answer(tasks: dict, notes: dict, *, search: str) -> str:
+    """A word looked up in the task titles and the notes: what matched in each."""
+    if not tasks["tasks"] and not notes["notes"]:
+        return f"Nothing in your tasks or notes matches “{search}”."
+    parts = []
+    if tasks["tasks"]:
+        parts.append(tasks_answer(tasks, project_name=None, search=search))
+    if notes["notes"]:
+        parts.append(notes_answer(notes, project_name=None, search=search))
+    if not tasks["tasks"]:
+        parts.append(f"No task title matches “{search}”.")
+    if not notes["notes"]:
+        parts.append(f"No note matches “{search}”.")
+    return "\n\n".join(parts)
 
 
 def projects_answer(result: dict, *, archived_only: bool = False) -> str:
@@ -362,7 +383,45 @@ VERBS = {
 
 def nothing_to_change(action: str, *, noun: str, search: str | None, project_name: str | None) -> str:
     """`noun`: the tasks the change picks, in words ("completed tasks", "tasks due today")."""
-    return f"You have no {noun}{scope(project_name, search)} to {action}, so there is nothing to change."
+    text = f"You have no {noun}{scope(project_name, search)} to {action}, so there is nothing to change."
+    if action == "rename":
+        text += " Offline I rename tasks only; renaming a note or a project needs a model."
+    return text
+
+
+def _new_values(changes: Mapping[str, object]) -> str:
+    """ "urgent", "due Fri Dec 4", "in progress": what a change to tasks makes them."""
+    if title := changes.get("title"):
+        return f"called “{title}”"
+    if priority := changes.get("priority"):
+        return str(priority) if priority == "urgent" else f"{priority} priority"
+    if changes.get("status") == "in_progress":
+        return "in progress"
+    return due_words(due_on=changes.get("due_date")).replace("due on", "due")
+
+
+def change_summary(changes: Mapping[str, object], *, what: str, titles: list[str]) -> str:
+    """The card's headline for a change to tasks: "Make 1 task matching “buy milk” urgent"."""
+    if "title" in changes:
+        return f"Rename “{titles[0]}” to “{changes['title']}”"
+    if changes.get("status") == "in_progress":
+        return f"Start {what} (mark in progress)"
+    return f"Make {what} {_new_values(changes)}"
+
+
+def already_so(changes: Mapping[str, object], tasks: list[dict]) -> str:
+    names = ", ".join(f"**{t['title']}**" for t in tasks[:5]) + (f" and {len(tasks) - 5} more" if len(tasks) > 5 else "")
+    verb = "is" if len(tasks) == 1 else "are"
+    return f"{names} {verb} already {_new_values(changes)}, so there is nothing to change."
+
+
+def which_of(tasks: list[dict], *, search: str) -> str:
+    """A new title is for one task: several match, so it asks for the full title of one."""
+    names = "\n".join(f"- **{t['title']}**" for t in tasks[:10])
+    return (
+        f"Several tasks match “{search}”, and a new title is for one of them, so nothing was changed:\n\n{names}\n\n"
+        "Say the full title of the one to rename: “rename the task <its title> to …”."
+    )
 
 
 def operations_outcome(result: dict, *, more: int = 0) -> str:

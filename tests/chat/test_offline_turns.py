@@ -166,7 +166,7 @@ async def test_anything_else_gets_an_honest_capability_answer(demo):
 
 
 @pytest.mark.parametrize(
-    "text", ["delete my notes", "archive the Harbor project", "create a project called Garden", "set buy milk to high priority"]
+    "text", ["edit the note Retro", "archive the Harbor project", "create a project called Garden", "rename the note Retro to Launch"]
 )
 async def test_a_change_to_notes_or_projects_is_refused_in_words_and_writes_nothing(demo, text):
     from workspace.models import Note, Project
@@ -176,7 +176,7 @@ async def test_a_change_to_notes_or_projects_is_refused_in_words_and_writes_noth
 
     before = await database_sync_to_async(counts)()
     reply, calls = await answer(demo, text)
-    assert calls == [] and reply.startswith("Offline I can add, complete, move and delete tasks") and "nothing was changed" in reply
+    assert calls == [] and reply.startswith("Offline I can add, complete, reopen, start") and "nothing was changed" in reply
     assert await database_sync_to_async(counts)() == before
 
 

@@ -158,7 +158,7 @@ def test_the_limits_the_guide_states_are_the_codes():
 
 SUGGESTION_KINDS = {
     "Ask about your tasks": {"tasks", "count_tasks", "focus"},
-    "Search your notes": {"notes", "count_notes"},
+    "Search your notes": {"notes", "count_notes", "find"},
     "See where you stand": {"overview"},
     "Get an overview of your projects": {"projects", "project_status"},
     "Change things": WRITE_KINDS,

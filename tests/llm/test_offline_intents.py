@@ -71,7 +71,7 @@ from llm.offline.intents import Intent, parse
         ("how many urgent tasks do I have?", Intent("count_tasks", status="open", priority="urgent")),
         ("show completed high priority tasks", Intent("tasks", status="completed", priority="high")),
         ("find tasks about the urgent fix", Intent("tasks", search="urgent fix")),
-        ("delete my notes", Intent("cannot")),
+        ("delete my notes", Intent("delete_notes")),
         ("please archive the Harbor project", Intent("cannot")),
         ("create a project called Garden", Intent("cannot")),
         ("mark the Atlas project as done", Intent("cannot")),
@@ -135,11 +135,11 @@ from llm.offline.intents import Intent, parse
         ("how many tasks are due next month in Atlas?", Intent("count_tasks", project_name="Atlas", due="next_month")),
         ("show me everything in Harbor", Intent("tasks", project_name="Harbor")),
         ("what is in Atlas?", Intent("tasks", project_name="Atlas")),
-        ("rename the task buy milk to buy oat milk", Intent("cannot")),
-        ("set buy milk to high priority", Intent("cannot")),
-        ("start the task buy milk", Intent("cannot")),
-        ("mark buy milk as in progress", Intent("cannot")),
-        ("please reschedule the venue task to Friday", Intent("cannot")),
+        ("rename the task buy milk to buy oat milk", Intent("update_tasks", search="buy milk", new_title="buy oat milk")),
+        ("set buy milk to high priority", Intent("update_tasks", status="open", search="buy milk", new_priority="high")),
+        ("start the task buy milk", Intent("update_tasks", status="open", search="buy milk", new_status="in_progress")),
+        ("mark buy milk as in progress", Intent("update_tasks", status="open", search="buy milk", new_status="in_progress")),
+        ("please reschedule the venue task to Friday", Intent("update_tasks", status="open", search="venue", new_due="friday")),
         ("what is the status of Atlas?", Intent("project_status", project_name="Atlas")),
         ("How is the Harbor project going?", Intent("project_status", project_name="Harbor")),
         ("where are we on Atlas?", Intent("project_status", project_name="Atlas")),
@@ -256,7 +256,7 @@ def test_a_change_to_a_task_named_only_by_pointing_back_asks_which(text, pointer
     [
         ("complete these design tasks", Intent("complete_tasks", search="design")),
         ("delete these completed tasks", Intent("delete_tasks", status="completed")),
-        ("delete this note", Intent("cannot")),
+        ("delete this note", Intent("which_task", search="this note")),
     ],
 )
 def test_pointing_words_before_a_filter_are_not_a_pointer(text, expected):
@@ -274,3 +274,72 @@ def test_a_month_and_day_is_the_nearest_such_date():
     assert intents._due_date("due on the 5th of December", today=dt.date(2026, 11, 28)) == "2026-12-05"
     assert intents._due_date("due Feb 29", today=dt.date(2027, 6, 1)) == "2028-02-29"
     assert intents._due_date("due Nov 31", today=dt.date(2026, 11, 28)) is None
+
+
+def _year_of(month, day):
+    """The year the parser reads a month and day in: of the years around today, the nearest."""
+    today = dt.date.today()
+    return min((dt.date(y, month, day) for y in (today.year - 1, today.year, today.year + 1)), key=lambda d: abs((d - today).days)).year
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A new priority: what is changed is still open.
+        ("make the passport task high priority", Intent("update_tasks", status="open", search="passport", new_priority="high")),
+        ("bump buy milk to urgent", Intent("update_tasks", status="open", search="buy milk", new_priority="urgent")),
+        ("set the priority of buy milk to low", Intent("update_tasks", status="open", search="buy milk", new_priority="low")),
+        ("make buy milk normal priority", Intent("update_tasks", status="open", search="buy milk", new_priority="medium")),
+        ("prioritize the passport task", Intent("update_tasks", status="open", search="passport", new_priority="high")),
+        ("deprioritise buy milk", Intent("update_tasks", status="open", search="buy milk", new_priority="low")),
+        ("make all tasks due today urgent", Intent("update_tasks", status="open", due="today", new_priority="urgent")),
+        ("make the tasks in Atlas urgent", Intent("update_tasks", status="open", project_name="Atlas", new_priority="urgent")),
+        # A new due day: a window the query tool dates, or a date; the new day never picks the tasks.
+        ("push buy milk to next week", Intent("update_tasks", status="open", search="buy milk", new_due="next_week")),
+        ("postpone the passport task to Monday", Intent("update_tasks", status="open", search="passport", new_due="monday")),
+        ("change the due date of buy milk to next Friday", Intent("update_tasks", status="open", search="buy milk", new_due="friday")),
+        ("give the passport task a due date of Friday", Intent("update_tasks", status="open", search="passport", new_due="friday")),
+        ("reschedule buy milk for tonight", Intent("update_tasks", status="open", search="buy milk", new_due="today")),
+        (
+            "move the Dec 5 report to Dec 8",
+            Intent("update_tasks", status="open", search="Dec 5 report", new_due_on=f"{_year_of(12, 8)}-12-08"),
+        ),
+        ("move buy milk to Nov 31", Intent("no_such_date", search="Nov 31")),
+        ("move buy milk to Harbor", Intent("move_tasks", search="buy milk", target_project="Harbor")),
+        # Starting, and a new title (for one named task, finished or not).
+        ("start working on buy milk", Intent("update_tasks", status="open", search="buy milk", new_status="in_progress")),
+        (
+            "rename Renew passport to Renew passport and ID",
+            Intent("update_tasks", search="Renew passport", new_title="Renew passport and ID"),
+        ),
+        ("rename the tasks to Chores", Intent("which_task", search="the tasks")),
+        ("make it urgent", Intent("which_task", search="it")),
+        ("start a new project", Intent("cannot")),
+        ("rename the note Retro to Launch retro", Intent("cannot")),
+        # Deleting notes: by title, by what they say, by project or by when they changed.
+        ("delete the note Venue ideas", Intent("delete_notes", search="Venue ideas")),
+        ("delete the Venue ideas note", Intent("delete_notes", search="Venue ideas")),
+        ("remove my notes about the landlord", Intent("delete_notes", search="landlord")),
+        ("delete the notes in Atlas", Intent("delete_notes", project_name="Atlas")),
+        ("remove the notes I wrote yesterday", Intent("delete_notes", changed="yesterday")),
+        ("delete all my notes", Intent("delete_notes")),
+        ("delete the note", Intent("which_task", search="the note")),
+        # A task said to be done is proposed as completed; questions and "everything" are not.
+        ("I finished buy milk", Intent("complete_tasks", search="buy milk")),
+        ("I'm done with the passport task", Intent("complete_tasks", search="passport")),
+        ("buy milk is done", Intent("complete_tasks", search="buy milk")),
+        ("everything is done", Intent("tasks", status="completed")),
+        ("what is done?", Intent("tasks", status="completed")),
+        ("I finished 3 tasks today", Intent("tasks", status="completed")),
+        # A word looked up everywhere; where to look, when named, wins.
+        ("find milk", Intent("find", search="milk")),
+        ("look for anything about the landlord", Intent("find", search="landlord")),
+        ("find notes about the landlord", Intent("notes", search="landlord")),
+        ("search the docs for question deadlines", Intent("knowledge", search="question deadlines")),
+        ("find out how to connect a model", Intent("knowledge", search="how to connect a model")),
+        ("what's my next task?", Intent("focus")),
+        ("what is the busiest project?", Intent("projects")),
+    ],
+)
+def test_parse_changes_said_the_way_people_say_them(text, expected):
+    assert parse(text) == expected

@@ -298,3 +298,120 @@ async def test_a_note_with_a_title_and_its_text_is_proposed_with_both_and_create
     (note,) = await rows(Note, owner=alice)
     assert (note.title, note.content) == ("Venue ideas", "the old mill, the boathouse")
     await socket.disconnect()
+
+
+async def confirm(socket, conversation):
+    """Presses Apply on the conversation's one card, as its form does."""
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    (question,) = await rows(PendingQuestion, group=group)
+    await socket.send_to(text_data=form_frame(action="answer", question_id=str(question.pk), option=0))
+    await frames_of_turn(socket)
+    return group
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "value"),
+    [
+        ("make Chore number 7 urgent", "priority → urgent", "priority", "urgent"),
+        ("set the priority of Chore number 7 to low", "priority → low", "priority", "low"),
+        ("start working on Chore number 7", "status → in progress", "status", "in_progress"),
+    ],
+)
+async def test_a_change_to_one_named_task_is_proposed_for_it_alone_and_applied_on_confirm(alice, fast_questions, text, line, field, value):
+    await fifty_tasks(alice)
+    conversation, socket, frames = await chat(alice, text)
+    assert f"Update task “Chore number 7”: {line}" in frames
+    (chore,) = await rows(Task, owner=alice, title="Chore number 7")
+    assert (chore.status, chore.priority) == ("todo", "medium")  # nothing applied before Apply
+
+    group = await confirm(socket, conversation)
+    assert len(group.payload["operations"]) == 1
+    (chore,) = await rows(Task, owner=alice, title="Chore number 7")
+    assert getattr(chore, field) == value
+    assert await last_reply(conversation.pk) == "Done — updated 1 task."
+    assert len(await rows(Task, owner=alice, status="todo", priority="medium")) == 24  # the other to-do chores are as they were
+    await socket.disconnect()
+
+
+async def test_a_task_pushed_to_tomorrow_is_due_on_the_persons_tomorrow_once_confirmed(alice, fast_questions):
+    zone, today = zone_whose_date_is_not_utcs()
+    tomorrow = today + dt.timedelta(days=1)
+    await fifty_tasks(alice)
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="send_message", message="push Chore number 7 to tomorrow", time_zone=zone))
+    frames = await frames_of_turn(socket)
+    day = f"{tomorrow:%a} {tomorrow:%b} {tomorrow.day}"
+    assert f"Make 1 open task matching “Chore number 7” due {day}" in frames
+    assert f"Update task “Chore number 7”: due → {day}" in frames
+    await confirm(socket, conversation)
+    (chore,) = await rows(Task, owner=alice, title="Chore number 7")
+    assert chore.due_date == tomorrow
+    await socket.disconnect()
+
+
+async def test_a_new_title_goes_to_the_task_of_that_very_title_and_asks_when_several_match(alice, fast_questions):
+    await fifty_tasks(alice)  # "Chore number 1" and "Chore number 10" … "Chore number 19"
+    conversation, socket, frames = await chat(alice, "rename the task Chore number 1 to Call the plumber")
+    assert "Rename “Chore number 1” to “Call the plumber”" in frames
+    await confirm(socket, conversation)
+    assert len(await rows(Task, owner=alice, title="Call the plumber")) == 1
+    assert await rows(Task, owner=alice, title="Chore number 1") == []
+    await socket.disconnect()
+
+    conversation, socket, _ = await chat(alice, "rename the task Chore number 2 to Sweep")
+    assert await rows(QuestionGroup, conversation=conversation) != []  # "Chore number 2" is a title: proposed
+    await socket.disconnect()
+    conversation, socket, _ = await chat(alice, "rename the task Chore number to Sweep")
+    reply = await last_reply(conversation.pk)
+    assert reply.startswith("Several tasks match “Chore number”, and a new title is for one of them, so nothing was changed")
+    assert await rows(QuestionGroup, conversation=conversation) == []
+    assert await rows(Task, owner=alice, title="Sweep") == []
+    await socket.disconnect()
+
+
+@pytest.mark.parametrize(
+    ("text", "reply"),
+    [
+        ("make Chore number 7 medium priority", "**Chore number 7** is already medium priority, so there is nothing to change."),
+        ("make Chore number 8 urgent", "You have no open tasks matching “Chore number 8” to change, so there is nothing to change."),
+        (
+            "rename the task Atlas to Atlas 2",
+            "You have no tasks matching “Atlas” to rename, so there is nothing to change. "
+            "Offline I rename tasks only; renaming a note or a project needs a model.",
+        ),
+    ],
+)
+async def test_a_change_that_would_change_nothing_proposes_nothing(alice, fast_questions, text, reply):
+    await fifty_tasks(alice)  # Chore number 8 is completed; every chore is of medium priority
+    conversation, socket, _ = await chat(alice, text)
+    assert await last_reply(conversation.pk) == reply
+    assert await rows(QuestionGroup, conversation=conversation) == []
+    await socket.disconnect()
+
+
+async def test_deleting_a_note_by_its_title_proposes_that_note_alone_and_deletes_it_on_confirm(alice, fast_questions):
+    await database_sync_to_async(workspace_services.create_note)(user=alice, title="Venue ideas", content="the old mill")
+    await database_sync_to_async(workspace_services.create_note)(user=alice, title="Budget", content="see Venue ideas for costs")
+    conversation, socket, frames = await chat(alice, "delete the note Venue ideas")
+    assert "Delete 1 note matching “Venue ideas”" in frames and "Delete note “Venue ideas”" in frames
+    assert len(await rows(Note, owner=alice)) == 2  # nothing deleted before Apply
+    await confirm(socket, conversation)
+    assert [n.title for n in await rows(Note, owner=alice)] == ["Budget"]
+    assert await last_reply(conversation.pk) == "Done — deleted 1 note."
+    await socket.disconnect()
+
+
+async def test_a_word_is_looked_up_in_tasks_and_notes_at_once(alice):
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Buy oat milk")
+    await database_sync_to_async(workspace_services.create_note)(user=alice, title="Shopping", content="milk, eggs, bread")
+    await database_sync_to_async(workspace_services.create_note)(user=alice, title="Retro", content="went well")
+    conversation, socket, _ = await chat(alice, "find milk")
+    reply = await last_reply(conversation.pk)
+    assert "Here are your tasks matching “milk” (1):" in reply and "Buy oat milk" in reply
+    assert "I found 1 note matching “milk”:" in reply and "**Shopping**" in reply and "Retro" not in reply
+    await socket.disconnect()
+    conversation, socket, _ = await chat(alice, "search for zeppelin")
+    assert await last_reply(conversation.pk) == "Nothing in your tasks or notes matches “zeppelin”."
+    await socket.disconnect()
