@@ -67,6 +67,7 @@ class QueryTasksArgs(_Args):
             "tomorrow",
             "this_week",
             "next_week",
+            "weekend",
             "next_7_days",
             "this_month",
             "next_month",
@@ -81,7 +82,7 @@ class QueryTasksArgs(_Args):
         | None
     ) = Field(
         None,
-        description="Only tasks due in this window of the user's calendar (this_week and next_week: Monday to Sunday; "
+        description="Only tasks due in this window of the user's calendar (this_week and next_week: Monday to Sunday; weekend: the coming Saturday and Sunday; "
         "this_month and next_month: the whole calendar month; a weekday: the next such day, today included), soonest first; "
         "completed tasks are left out unless status is 'completed'. The result says the user's date today.",
     )

@@ -60,7 +60,7 @@ def project_for_user(*, user: User, project_id: int) -> Project:
 
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "next_7_days", "this_month", "next_month", *WEEKDAYS)
+DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "weekend", "next_7_days", "this_month", "next_month", *WEEKDAYS)
 PAST_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month")
 
 
@@ -75,7 +75,8 @@ class DayWindow:
 
 def due_window(*, name: str, today: dt.date) -> DayWindow:
     """`today` is the user's date (in their time zone). "this_week" is Monday to Sunday of the
-    week `today` falls in, "next_week" the one after it; "this_month" the whole calendar month,
+    week `today` falls in, "next_week" the one after it; "weekend" the coming Saturday and Sunday
+    (on a Sunday, today alone: what is left of it); "this_month" the whole calendar month,
     "next_month" the one after it; a weekday ("friday") the next such day, today included;
     "overdue" is everything due before today."""
     if name == "overdue":
@@ -87,6 +88,9 @@ def due_window(*, name: str, today: dt.date) -> DayWindow:
     if name in ("this_week", "next_week"):
         monday = today - dt.timedelta(days=today.weekday()) + dt.timedelta(weeks=name == "next_week")
         return DayWindow(name, monday, monday + dt.timedelta(days=6))
+    if name == "weekend":
+        sunday = today + dt.timedelta(days=6 - today.weekday())
+        return DayWindow(name, max(today, sunday - dt.timedelta(days=1)), sunday)
     if name == "next_7_days":
         return DayWindow(name, today, today + dt.timedelta(days=6))
     if name in ("this_month", "next_month"):

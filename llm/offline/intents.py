@@ -117,7 +117,7 @@ _ERRAND = re.compile(
 # When a new task is due, said at the end of it: "remind me to call Bob tomorrow", "add a task pay
 # rent by Friday". A weekday needs its preposition: "prepare for Friday" is an errand, not a date.
 _DUE_AT_END = re.compile(
-    r"\s+(?:(?:due|by|on)\s+)?(?P<day>today|tonight|tomorrow)"
+    r"\s+(?:(?:due|by|on|for|over)\s+)?(?P<day>today|tonight|tomorrow|this\s+weekend|the\s+weekend)"
     rf"|\s+(?:due(?:\s+on|\s+by)?|by|on|this)\s+(?P<weekday>{'|'.join(WEEKDAYS)})"
     r"\s*[.!]?$",
     re.IGNORECASE,
@@ -644,6 +644,7 @@ _DUE_WINDOWS = [
     ),
     (r"\bdue\b.*\bthis week\b|\bthis week\b.*\bdue\b", "this_week"),
     (r"\bdue\b.*\bnext week\b|\bnext week\b.*\bdue\b", "next_week"),
+    (r"\bdue\b.*\b(?:this|the)\s+weekend\b|\b(?:this|the)\s+weekend\b.*\bdue\b", "weekend"),
     (r"\bdue\b.*\bthis month\b|\bthis month\b.*\bdue\b", "this_month"),
     (r"\bdue\b.*\bnext month\b|\bnext month\b.*\bdue\b", "next_month"),
     (r"\bdue\b.*\btoday\b|\btoday\b.*\bdue\b", "today"),
@@ -655,7 +656,7 @@ _DUE_WINDOWS = [
 # "due Friday", "that are due this week": a due window said after the tasks it picks.
 _DUE_WINDOW = re.compile(
     r"\s*\b(?:that(?:'s|\s+is|\s+are)\s+|which\s+(?:is|are)\s+)?due\b(?:\s+(?:on|by))?\s+"
-    rf"(?:today|tonight|tomorrow|soon|(?:this|next)\s+(?:week|month)|{'|'.join(WEEKDAYS)})\b",
+    rf"(?:today|tonight|tomorrow|soon|(?:this|next)\s+(?:week|month)|(?:this|the)\s+weekend|{'|'.join(WEEKDAYS)})\b",
     re.IGNORECASE,
 )
 
@@ -705,13 +706,17 @@ def _due_window(lower: str) -> str | None:
 
 
 # A day's or week's agenda asked for without the word "due": "what do I have tomorrow?", "what's
-# on today?", "what's happening this week?", "my tasks for this week". Not what was done or added.
-_AGENDA_DAYS = {"today": "today", "tonight": "today", "tomorrow": "tomorrow", "this week": "this_week", "next week": "next_week"}
+# on today?", "what's happening this weekend?", "my tasks for Saturday". Not what was done or added.
+_AGENDA_DAYS = {
+    "today": "today", "tonight": "today", "tomorrow": "tomorrow", "this week": "this_week", "next week": "next_week",
+    "this weekend": "weekend", "the weekend": "weekend", **{day: day for day in WEEKDAYS},
+}  # fmt: skip
+_AGENDA_WHEN = rf"(?P<when>today|tonight|tomorrow|this week|next week|this weekend|the weekend|{'|'.join(WEEKDAYS)})"
 _AGENDA = re.compile(
     r"^(?:what|anything)\b(?:(?!\b(?:did|done|finish\w*|complet\w*|add\w*|creat\w*)\b).)*?"
-    r"\b(?:have|got|on|happening|planned|scheduled)\b.*?\b(?P<when>today|tonight|tomorrow|this week|next week)\b"
+    rf"\b(?:have|got|on|for|happening|planned|scheduled)\b.*?\b{_AGENDA_WHEN}\b"
 )
-_TASKS_FOR = re.compile(r"\b(?:tasks?|to-?dos?)\s+(?:for|on)\s+(?P<when>today|tonight|tomorrow|this week|next week)\b")
+_TASKS_FOR = re.compile(rf"\b(?:tasks?|to-?dos?)\s+(?:for|on)\s+{_AGENDA_WHEN}\b")
 
 
 def _due_at_end(title: str) -> tuple[str, _Dates]:
@@ -723,7 +728,7 @@ def _due_at_end(title: str) -> tuple[str, _Dates]:
     if match is None or match.start() == 0:
         return title, {}
     day = (match["day"] or match["weekday"]).lower()
-    return title[: match.start()].strip(" \"'“”,"), {"due": "today" if day == "tonight" else day}
+    return title[: match.start()].strip(" \"'“”,"), {"due": _AGENDA_DAYS.get(re.sub(r"\s+", " ", day), day)}
 
 
 def _term_before_tasks(text: str) -> str | None:
@@ -793,7 +798,7 @@ def _project_name(raw: str) -> str | None:
     for pattern in (_PROJECT_SUFFIX, _PROJECT):
         if match := pattern.search(raw):
             name = match.group("name").strip()
-            if name.lower() not in {"i", "my", "the"}:
+            if name.lower() not in {"i", "my", "the", *WEEKDAYS}:  # "anything for Saturday?" names a day
                 return name
     return None
 
@@ -814,9 +819,7 @@ def _search_term(raw: str, project_name: str | None) -> str | None:
 # milk urgent"), a new due day ("push the passport task to Friday"), starting one ("start working on
 # buy milk") and a new title ("rename the task buy milk to buy oat milk").
 _NEW_PRIORITY = r"(?:an?\s+)?(?P<priority>urgent|high|medium|normal|low)(?:[- ]priority)?"
-_NEW_DAY = (
-    rf"(?P<new_day>(?:the\s+)?(?:(?P<when>today|tonight|tomorrow|next\s+week|(?:(?:next|this)\s+)?(?:{'|'.join(WEEKDAYS)}))\b|{_DATE}))"
-)
+_NEW_DAY = rf"(?P<new_day>(?:the\s+)?(?:(?P<when>today|tonight|tomorrow|next\s+week|this\s+weekend|weekend|(?:(?:next|this)\s+)?(?:{'|'.join(WEEKDAYS)}))\b|{_DATE}))"
 _CHANGE_END = r"\s*[.!]?$"
 _TASK_CHANGES = [
     re.compile(rf"{_POLITELY}(?:set|change|raise|lower|bump|make)\s+(?:the\s+)?priority\s+(?:of|on|for)\s+(?P<what>.+?)\s+(?:to\s+)?{_NEW_PRIORITY}{_CHANGE_END}", re.IGNORECASE),
@@ -866,7 +869,7 @@ def _task_change(raw: str) -> Intent | None:
         change = {"new_status": "in_progress"}
     elif when := groups.get("when"):
         day = re.sub(r"^(?:next|this)\s+(?=\w+day$)", "", when.lower())  # "next Friday": the coming one
-        change = {"new_due": {"tonight": "today", "next week": "next_week"}.get(re.sub(r"\s+", " ", day), day)}
+        change = {"new_due": {"tonight": "today", "next week": "next_week", "this weekend": "weekend"}.get(re.sub(r"\s+", " ", day), day)}
     elif due_on := _due_date(match["new_day"], pattern=_A_DATE):
         change = {"new_due_on": due_on}
     else:

@@ -80,6 +80,7 @@ DUE_WORDS = {
     "tomorrow": "due tomorrow",
     "this_week": "due this week",
     "next_week": "due next week",
+    "weekend": "due this weekend",
     "next_7_days": "due in the next 7 days",
     "this_month": "due this month",
     "next_month": "due next month",

@@ -46,6 +46,11 @@ def test_due_windows_in_the_persons_calendar():
     # A weekday: the next such day, today included.
     for name, day in [("friday", dt.date(2026, 11, 27)), ("wednesday", wednesday), ("tuesday", dt.date(2026, 12, 1))]:
         assert selectors.due_window(name=name, today=wednesday) == selectors.DayWindow(name, day, day)
+    # The weekend: the coming Saturday and Sunday; on the weekend itself, what is left of it.
+    saturday = dt.date(2026, 11, 28)
+    for today, first in [(wednesday, saturday), (saturday, saturday), (sunday, sunday), (dt.date(2026, 11, 30), dt.date(2026, 12, 5))]:
+        window = selectors.due_window(name="weekend", today=today)
+        assert (window.first, window.last - window.first) == (first, dt.timedelta(days=int(first.weekday() == 5)))
     with pytest.raises(ValueError):
         selectors.due_window(name="someday", today=wednesday)
 
@@ -155,6 +160,21 @@ async def test_whats_due_on_a_weekday_offline_is_the_next_such_day_in_the_person
     assert "Pay rent" in reply.content and "Water plants" not in reply.content and "A week later" not in reply.content
     _, _, count = await chat(alice, f"how many tasks are due {weekday.lower()}?", time_zone=zone)
     assert count.content == f"You have **1** open task due on {weekday} ({in_two_days:%b} {in_two_days.day})."
+
+
+@pytest.mark.parametrize("text", ["what's due this weekend?", "what do I have this weekend?", "anything for the weekend?"])
+async def test_whats_due_this_weekend_offline_is_the_coming_saturday_and_sunday_in_the_persons_calendar(alice, text):
+    zone, today = zone_whose_date_is_not_utcs()
+    window = selectors.due_window(name="weekend", today=today)
+    for title, due in [
+        ("Clean the garage", window.last),
+        ("Last weekend's chore", window.first - dt.timedelta(days=7)),
+        ("Monday's", window.last + dt.timedelta(days=1)),
+    ]:
+        await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due)
+    _, _, reply = await chat(alice, text, time_zone=zone)
+    assert reply.content.startswith("Here are your tasks due this weekend ("), reply.content
+    assert "Clean the garage" in reply.content and "Last weekend" not in reply.content and "Monday's" not in reply.content
 
 
 async def test_a_turn_reads_the_time_zone_of_the_latest_message_that_has_one(alice):
