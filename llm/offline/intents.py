@@ -197,7 +197,7 @@ _PAST_WINDOWS = {
 }
 # "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
 _WHAT_WAS_DONE = re.compile(
-    r"\bwhat\s+(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get done|got done|gotten done|done"
+    r"(?:\bwhat|^(?:did|have))\s+(?:did\s+|have\s+|'ve\s+)?(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get(?:\s+\w+)?\s+done|got(?:\s+\w+)?\s+done|gotten done|done"
     r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|(?:this|last) (?:week|month))\b))\b"
     rf"(?:.*?\b(?P<when>{'|'.join(_PAST_WINDOWS)}))?",
     re.IGNORECASE,
@@ -284,13 +284,28 @@ _PRODUCT = re.compile(
     re.IGNORECASE,
 )
 _WORKSPACE_NOUN = re.compile(r"\b(?:tasks?|notes?|projects?|to-?dos?|on my plate)\b", re.IGNORECASE)
+# What tasks, notes, projects or the assistant are or can do, asked of the kind rather than of
+# one's data: "do notes support markdown?", "are my tasks backed up?", "can the assistant delete
+# my notes?", "where are my notes stored?", "how many tasks can I have?". Not "are my tasks done?"
+# nor "does Atlas have open tasks?", which ask about the data.
+_PROPERTY = re.compile(
+    r"^(?:(?:can|could|does|do|is|are|will|would)\s+(?:(?:a|an|the|my|our)\s+)?"
+    r"(?:tasks?|notes?|projects?|to-?dos?|assistant|clarion|other\s+users?|other\s+people|anyone|someone)\b"
+    r"(?!.*\b(?:due|overdue|urgent|left|open|done|complete|completed|finished|in\s+progress|started|today|tomorrow|this\s+week)\b)"
+    r".*\b(?:support\w*|have|has|belong|stored?|saved|kept|backed\s+up|sync\w*|encrypted|private|shared?|visible|see|attach\w*"
+    r"|recur\w*|repeat\w*|import\w*|export\w*|know|change|delete|edit|limit\w*|link\w*|nest\w*|tag\w*|assign\w*)\b"
+    r"|where\s+(?:are|is)\s+(?:my|our|the)\s+.*\b(?:stored|saved|kept)\b"
+    r"|how\s+many\s+.*\bcan\s+(?:i|we|you)\s+(?:have|create|add|make|store|keep)\b"
+    r"|what\s+(?:does|can|do)\s+(?:the\s+assistant|clarion|it|you)\s+(?:know|see|read|remember)\b)",
+    re.IGNORECASE,
+)
 
 
 def is_knowledge_question(text: str) -> bool:
     """A how-to, conceptual or how-does-Clarion-behave question, for the knowledge base rather
     than the workspace."""
     raw = text.strip()
-    if _HOW_TO.search(raw) or _BEHAVIOUR.search(raw):
+    if _HOW_TO.search(raw) or _BEHAVIOUR.search(raw) or _PROPERTY.search(raw):
         return True
     if _CONCEPT.search(raw) and not _MY_WORKSPACE.search(raw):
         return True
@@ -335,6 +350,15 @@ _FOCUS = re.compile(
 )
 
 
+# "Is the passport task done?", "have I finished buy milk?": the tasks of that title, with their status.
+_IS_IT_DONE = re.compile(
+    r"^(?:is|are|was|were)\s+(?:the\s+|my\s+)?(?:task\s+)?(?P<term>.+?)\s+(?:task\s+)?(?:done|finished|complete|completed)(?:\s+yet)?\s*\??$"
+    r"|^(?:have|did)\s+(?:i|we)\s+(?:already\s+)?(?:finish(?:ed)?|complete(?:d)?|do(?:ne)?)\s+(?:the\s+|my\s+)?(?:task\s+)?(?P<term2>.+?)(?:\s+task)?(?:\s+yet)?\s*\??$",
+    re.IGNORECASE,
+)
+_NOT_ONE_TASK = re.compile(
+    rf"^(?:it|them|that|this|those|these)$|\b(?:all|every|everything|any|anything|tasks|notes?|{'|'.join(_PAST_WINDOWS)})\b", re.IGNORECASE
+)
 # "When is the passport due?", "when's buy milk due?": the tasks of that title, with their due dates.
 _WHEN_DUE = re.compile(
     r"^when(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?:the\s+|my\s+)?(?:task\s+)?(?P<term>.+?)\s+(?:task\s+)?due\s*\??$", re.IGNORECASE
@@ -394,6 +418,8 @@ def parse(text: str) -> Intent:
         return Intent("knowledge", search=found["question"] or found["question2"])
     if is_knowledge_question(raw):
         return Intent("knowledge", search=raw)
+    if (asked := _IS_IT_DONE.match(raw)) and (term := (asked["term"] or asked["term2"]).strip(" \"'“”")) and not _NOT_ONE_TASK.search(term):
+        return Intent("tasks", search=term)  # "is the passport task done?": that task, with its status
     if done := _WHAT_WAS_DONE.search(raw):
         when = (done["when"] or "").lower()
         return Intent("tasks", status="completed", project_name=_project_name(raw), completed=_PAST_WINDOWS.get(when))
@@ -820,7 +846,7 @@ def _search_term(raw: str, project_name: str | None) -> str | None:
 # buy milk") and a new title ("rename the task buy milk to buy oat milk").
 _NEW_PRIORITY = r"(?:an?\s+)?(?P<priority>urgent|high|medium|normal|low)(?:[- ]priority)?"
 _NEW_DAY = rf"(?P<new_day>(?:the\s+)?(?:(?P<when>today|tonight|tomorrow|next\s+week|this\s+weekend|weekend|(?:(?:next|this)\s+)?(?:{'|'.join(WEEKDAYS)}))\b|{_DATE}))"
-_CHANGE_END = r"\s*[.!]?$"
+_CHANGE_END = r"\s*[.!?]?$"  # "can you make buy milk urgent?" asks for the change
 _TASK_CHANGES = [
     re.compile(rf"{_POLITELY}(?:set|change|raise|lower|bump|make)\s+(?:the\s+)?priority\s+(?:of|on|for)\s+(?P<what>.+?)\s+(?:to\s+)?{_NEW_PRIORITY}{_CHANGE_END}", re.IGNORECASE),
     re.compile(rf"{_POLITELY}(?:change|set|move|push|update)\s+(?:the\s+)?(?:due\s+date|deadline)\s+(?:of|on|for)\s+(?P<what>.+?)\s+to\s+{_NEW_DAY}{_CHANGE_END}", re.IGNORECASE),

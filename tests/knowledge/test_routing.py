@@ -74,6 +74,17 @@ ABOUT_CLARION = [
     "How many questions can be pending at once?",
     "How do I keep my tasks private from other users?",
     "what happens to my tasks when I delete a project?",
+    # What tasks, notes and the assistant are or can do, asked of the kind, not of one's data.
+    "where are my notes stored?",
+    "are my tasks backed up?",
+    "can other users see my tasks?",
+    "how many tasks can I have?",
+    "do notes support markdown?",
+    "can a task belong to two projects?",
+    "do tasks have reminders?",
+    "does the assistant change my tasks without asking?",
+    "can the assistant delete my notes?",
+    "what does the assistant know about my projects?",
 ]
 
 # Requests about the workspace, several with a word the user guide also uses ("pending", "admin",
@@ -105,6 +116,15 @@ ABOUT_THE_WORKSPACE = [
     ("do I have any tasks about the API?", "tasks"),
     ("my to-dos", "tasks"),
     ("pending tasks", "tasks"),
+    ("do I have tasks due today?", "tasks"),
+    ("are my tasks done?", "tasks"),
+    ("does Atlas have open tasks?", "tasks"),
+    ("do my notes mention the venue?", "notes"),
+    ("is the passport task done?", "tasks"),
+    ("did I finish anything today?", "tasks"),
+    ("what's due this weekend?", "tasks"),
+    ("find milk", "find"),
+    ("can you make buy milk urgent?", "update_tasks"),
 ]
 
 

@@ -338,6 +338,12 @@ def _year_of(month, day):
         ("search the docs for question deadlines", Intent("knowledge", search="question deadlines")),
         ("find out how to connect a model", Intent("knowledge", search="how to connect a model")),
         ("what's my next task?", Intent("focus")),
+        ("is the passport task done?", Intent("tasks", search="passport")),
+        ("have I finished buy milk?", Intent("tasks", search="buy milk")),
+        ("did I finish anything today?", Intent("tasks", status="completed", completed="today")),
+        ("did I get anything done yesterday?", Intent("tasks", status="completed", completed="yesterday")),
+        ("is everything done?", Intent("tasks", status="completed")),
+        ("can you delete my notes?", Intent("delete_notes")),
         ("what is the busiest project?", Intent("projects")),
     ],
 )
