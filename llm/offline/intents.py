@@ -294,7 +294,8 @@ _PROPERTY = re.compile(
     r"(?!.*\b(?:due|overdue|urgent|left|open|done|complete|completed|finished|in\s+progress|started|today|tomorrow|this\s+week)\b)"
     r".*\b(?:support\w*|have|has|belong|stored?|saved|kept|backed\s+up|sync\w*|encrypted|private|shared?|visible|see|attach\w*"
     r"|recur\w*|repeat\w*|import\w*|export\w*|know|change|delete|edit|limit\w*|link\w*|nest\w*|tag\w*|assign\w*)\b"
-    r"|where\s+(?:are|is)\s+(?:my|our|the)\s+.*\b(?:stored|saved|kept)\b"
+    r"|where\s+(?:are|is)\s+(?:my|our|the)\s+.*\b(?:stored|saved|kept)\b|who\s+(?:else\s+)?(?:can|could|is\s+able\s+to)\s+(?:see|read|access|edit|change)\b"
+    r"|are\s+there\s+(?:any\s+)?limits?\b"
     r"|how\s+many\s+.*\bcan\s+(?:i|we|you)\s+(?:have|create|add|make|store|keep)\b"
     r"|what\s+(?:does|can|do)\s+(?:the\s+assistant|clarion|it|you)\s+(?:know|see|read|remember)\b)",
     re.IGNORECASE,

@@ -5,6 +5,7 @@ makes a page stale fails here; see also the frozen question set bench/kb_sets/cl
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -272,3 +273,58 @@ def test_a_password_request_is_answered_from_the_guide(user_guide, request_text)
     result = ask(request_text)
     assert result.should_reply is True, result.debug
     assert result.citations[0].source_id == "docs/user-guide/getting-started.md"
+
+
+# ---------------------------------------------------------------------------- your data
+
+
+def test_the_limits_the_guide_states_are_the_limits_clarion_enforces():
+    from django.conf import settings
+
+    from chat.tools import QueryNotesArgs, QueryTasksArgs
+    from workspace.models import Note, Project, Task
+
+    limits = section("your-data.md", "Are there limits on tasks, notes and projects?")
+    assert f"A task's title holds up to {Task._meta.get_field('title').max_length} characters" in limits
+    assert f"a note's title up to {Note._meta.get_field('title').max_length}" in limits
+    assert f"a project's name up to {Project._meta.get_field('name').max_length}" in limits
+    assert f"a message to the assistant holds up to {settings.CHAT_MESSAGE_MAX_CHARS} characters" in limits
+    most = {
+        name: next(m.le for m in args.model_fields["limit"].metadata if hasattr(m, "le"))
+        for name, args in [("tasks", QueryTasksArgs), ("notes", QueryNotesArgs)]
+    }
+    assert f"pages of up to {most['tasks']} tasks or {most['notes']} notes" in limits
+
+
+def test_the_backup_the_guide_describes_uses_commands_and_folders_clarion_has():
+    from django.conf import settings
+
+    backup = section("your-data.md", "How do I back up my data?")
+    assert "`manage.py stop_postgres`" in backup and "stop_postgres" in get_commands()
+    assert "the whole `.data` folder" in backup and Path(settings.DATA_DIR).name == ".data"
+    stored = section("your-data.md", "Where is my data stored?")
+    assert "`.data/postgres`" in stored and "`CLARION_DATA_DIR`" in stored
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_another_accounts_workspace_is_invisible_to_the_assistant_as_the_guide_says(alice, bob):
+    from channels.db import database_sync_to_async
+
+    from tests.conftest import tool_as
+    from workspace import services as workspace_services
+
+    who = section("your-data.md", "Who can see my projects, tasks and notes?")
+    assert "another account's are invisible to it, as if they did not exist" in who
+
+    def bobs_workspace():
+        project = workspace_services.create_project(user=bob, name="Bob's")
+        workspace_services.create_task(user=bob, title="Bob's task", project_id=project.pk)
+        workspace_services.create_note(user=bob, title="Bob's note")
+        return project
+
+    project = await database_sync_to_async(bobs_workspace)()
+    for name, arguments, key in [("query_tasks", {}, "tasks"), ("query_notes", {}, "notes"), ("query_projects", {}, "projects")]:
+        outcome = await tool_as(alice, name, arguments)
+        assert json.loads(outcome.content)[key] == [], name
+    outcome = await tool_as(alice, "query_tasks", {"project_id": project.pk})  # as if it did not exist
+    assert "error" in json.loads(outcome.content)
