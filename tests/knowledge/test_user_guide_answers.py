@@ -57,8 +57,22 @@ GUIDE = "docs/user-guide/"
             ["Upload a file", "Or a URL", "Add and index"],
             [],
         ),
+        ("Where are my notes stored?", "your-data.md", ["Postgres", ".data/postgres"], ["deadline"]),
+        ("Can other users see my tasks?", "your-data.md", ["Only you", "no way to share"], []),
+        ("How many tasks can I have?", "your-data.md", ["no limit on how many"], ["what's on my plate"]),
     ],
-    ids=["several-at-once", "how-long", "typing-while-pending", "pause", "timeout", "new-message", "add-source"],
+    ids=[
+        "several-at-once",
+        "how-long",
+        "typing-while-pending",
+        "pause",
+        "timeout",
+        "new-message",
+        "add-source",
+        "stored",
+        "who-sees",
+        "limits",
+    ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
     result = ask(question)
