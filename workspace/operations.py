@@ -209,7 +209,7 @@ def describe(op: Operation, rows: Rows) -> str:
             said = f": “{excerpt(op.content, 80)}”" if op.content.strip() else ""
             return f"Create note “{op.title}”" + (f" in {project(op.project_id)}" if op.project_id else "") + said
         case "update_note":
-            return f"Update note {title(Note, op.note_id)}"
+            return f"Update note {title(Note, op.note_id)}: {_note_changes(op)}"
         case "move_note":
             return f"Move note {title(Note, op.note_id)} to {project(op.project_id)}"
         case "delete_note":
@@ -217,7 +217,7 @@ def describe(op: Operation, rows: Rows) -> str:
         case "create_project":
             return f"Create project “{op.name}”"
         case "update_project":
-            return f"Update project {title(Project, op.project_id)}"
+            return f"Update project {title(Project, op.project_id)}: {_project_changes(op)}"
         case "delete_project":
             return f"Delete project {title(Project, op.project_id)} (its tasks and notes are kept, without a project)"
     raise AssertionError(op.op)
@@ -249,6 +249,26 @@ def _task_changes(op: UpdateTask) -> str:
         changes.append(f"priority → {Task.Priority(op.priority).label.lower()}")
     if op.due_date is not None:
         changes.append(f"due → {_day(op.due_date)}")
+    return ", ".join(changes) or "no changes"
+
+
+def _note_changes(op: UpdateNote) -> str:
+    changes = []
+    if op.title is not None:
+        changes.append(f"title → “{op.title}”")
+    if op.content is not None:
+        changes.append(f"text → “{excerpt(op.content, 80)}”" if op.content.strip() else "text → none")
+    return ", ".join(changes) or "no changes"
+
+
+def _project_changes(op: UpdateProject) -> str:
+    changes = []
+    if op.name is not None:
+        changes.append(f"name → “{op.name}”")
+    if op.description is not None:
+        changes.append("description → new text" if op.description else "description → none")
+    if op.archived is not None:
+        changes.append("archived" if op.archived else "no longer archived")
     return ", ".join(changes) or "no changes"
 
 

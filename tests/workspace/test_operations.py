@@ -91,3 +91,22 @@ def test_a_new_note_is_shown_with_the_start_of_its_text_on_one_line(alice):
         user=alice, operations=operations.OPERATIONS.validate_python([{"op": "create_note", "title": "Empty", "content": " "}])
     )
     assert line["text"] == "Create note “Empty”"
+
+
+def test_a_change_to_a_note_or_a_project_is_shown_on_the_card_with_what_it_changes(alice):
+    project = services.create_project(user=alice, name="Atlas")
+    note = services.create_note(user=alice, title="Retro")
+
+    def line(op):
+        (checked,) = operations.check(user=alice, operations=operations.OPERATIONS.validate_python([op]))
+        return checked["text"]
+
+    assert line({"op": "update_project", "project_id": project.pk, "archived": True}) == "Update project “Atlas”: archived"
+    assert (
+        line({"op": "update_project", "project_id": project.pk, "name": "Atlas 2", "archived": False})
+        == "Update project “Atlas”: name → “Atlas 2”, no longer archived"
+    )
+    assert line({"op": "update_note", "note_id": note.pk, "title": "Launch retro", "content": "went well\n\nmostly"}) == (
+        "Update note “Retro”: title → “Launch retro”, text → “went well mostly”"
+    )
+    assert line({"op": "update_note", "note_id": note.pk, "content": ""}) == "Update note “Retro”: text → none"
