@@ -127,7 +127,10 @@ FOCUS_QUERIES = (
 )
 FOCUS_LIMIT = 20
 FIND_LIMIT = 10  # of each: tasks, notes
-WRITE_KINDS = {"delete_tasks", "complete_tasks", "reopen_tasks", "move_tasks", "update_tasks", "create_task", "create_note", "delete_notes"}
+WRITE_KINDS = {
+    "delete_tasks", "complete_tasks", "reopen_tasks", "move_tasks", "update_tasks", "create_task", "create_note", "delete_notes",
+    "move_notes", "create_project", "update_project", "delete_project",
+}  # fmt: skip
 BULK_LIMIT = 500
 NOTES_LIMIT = 200  # the most query_notes lists at once
 SUMMARY_LIMIT = 300
@@ -142,6 +145,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.CAPABILITIES
     if intent.kind == "cannot":
         return phrasing.CANNOT_CHANGE
+    if intent.kind == "project_name_needed":
+        return phrasing.PROJECT_NAME_NEEDED
     if intent.kind == "thanks":
         return phrasing.THANKS
     if intent.kind in ("today", "time"):
@@ -254,8 +259,12 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
             return _propose(f"Create the {noun} “{intent.title}”{when}", [op])
         return phrasing.operations_outcome(steps[-1].result)
 
-    if intent.kind == "delete_notes":
-        return _delete_notes(intent, steps, project_id=project_id or None)
+    if intent.kind in ("delete_notes", "move_notes"):
+        return _notes_change(intent, steps, project_id=project_id or None, target_id=target_id or None)
+    if intent.kind in ("update_project", "delete_project"):
+        return _project_change(intent, matched[str(intent.project_name)], steps)
+    if intent.kind == "create_project":
+        return _create_project(intent, steps)
     changes: dict = {}
     if intent.kind == "update_tasks":
         changes = _without_none({"title": intent.new_title, "priority": intent.new_priority, "status": intent.new_status})
@@ -311,7 +320,7 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
     return _propose(summary, ops)
 
 
-def _delete_notes(intent: Intent, steps: list[_Step], *, project_id: int | None) -> str | Call:
+def _notes_change(intent: Intent, steps: list[_Step], *, project_id: int | None, target_id: int | None) -> str | Call:
     if not steps:
         filters = {"search_term": intent.search, "project_id": project_id, "changed": intent.changed, "limit": NOTES_LIMIT}
         return "query_notes", _without_none(filters)
@@ -321,10 +330,48 @@ def _delete_notes(intent: Intent, steps: list[_Step], *, project_id: int | None)
     # "Delete the note Venue ideas": that very note, when there is one, not every note that mentions it.
     notes = [n for n in notes if intent.search and n["title"].casefold() == intent.search.casefold()] or notes
     where = phrasing.scope(intent.project_name, intent.search) + phrasing.changed_words(steps[0].result)
+    if intent.kind == "move_notes":
+        notes = [n for n in notes if (n.get("project") or {}).get("id") != target_id]
+    verb = "delete" if intent.kind == "delete_notes" else f"move to {intent.target_project}"
     if not notes:
-        return f"You have no notes{where} to delete, so there is nothing to change."
+        return f"You have no notes{where} to {verb}, so there is nothing to change."
     what = f"{len(notes)} note{'s' if len(notes) != 1 else ''}{where}"
+    if intent.kind == "move_notes":
+        return _propose(
+            f"Move {what} to {intent.target_project}", [{"op": "move_note", "note_id": n["id"], "project_id": target_id} for n in notes]
+        )
     return _propose(f"Delete {what}", [{"op": "delete_note", "note_id": n["id"]} for n in notes])
+
+
+def _project_change(intent: Intent, project: dict, steps: list[_Step]) -> str | Call:
+    if steps:
+        return phrasing.operations_outcome(steps[-1].result)
+    name = f"**{project['name']}**"
+    if intent.kind == "delete_project":
+        return _propose(f"Delete the project “{project['name']}”", [{"op": "delete_project", "project_id": project["id"]}])
+    if intent.new_title:
+        if intent.new_title == project["name"]:
+            return f"The project is already called {name}, so there is nothing to change."
+        return _propose(
+            f"Rename the project “{project['name']}” to “{intent.new_title}”",
+            [{"op": "update_project", "project_id": project["id"], "name": intent.new_title}],
+        )
+    if project.get("archived") == intent.new_archived:
+        return f"{name} is {'already' if intent.new_archived else 'not'} archived, so there is nothing to change."
+    verb = "Archive" if intent.new_archived else "Unarchive"
+    return _propose(
+        f"{verb} the project “{project['name']}”", [{"op": "update_project", "project_id": project["id"], "archived": intent.new_archived}]
+    )
+
+
+def _create_project(intent: Intent, steps: list[_Step]) -> str | Call:
+    if not steps:
+        return "query_projects", {"include_stats": False}  # a project of that name already?
+    if len(steps) > 1:
+        return phrasing.operations_outcome(steps[-1].result)
+    if same := _match_project(str(intent.title), steps[0].result.get("projects", []), exact=True):
+        return f"You already have a project called **{same['name']}**, so nothing was created."
+    return _propose(f"Create the project “{intent.title}”", [{"op": "create_project", "name": intent.title}])
 
 
 def _propose(summary: str, operations: list[dict]) -> Call:
@@ -355,9 +402,10 @@ def _task_filters(intent: Intent) -> dict:
     }
 
 
-def _match_project(name: str, projects: list[dict]) -> dict | None:
+def _match_project(name: str, projects: list[dict], *, exact: bool = False) -> dict | None:
     wanted = name.lower()
-    for predicate in (lambda p: p["name"].lower() == wanted, lambda p: wanted in p["name"].lower()):
+    predicates = [lambda p: p["name"].lower() == wanted] + ([] if exact else [lambda p: wanted in p["name"].lower()])
+    for predicate in predicates:
         matches = [p for p in projects if predicate(p)]
         if matches:
             return matches[0]

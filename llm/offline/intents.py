@@ -69,7 +69,8 @@ class Intent:
     #   | "find" (a word looked up in the task titles and the notes at once)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "reopen_tasks" | "move_tasks" | "update_tasks" | "create_task"
-    #   | "create_note" | "delete_notes"
+    #   | "create_note" | "delete_notes" | "move_notes" | "create_project" | "update_project" | "delete_project"
+    #   | "project_name_needed" (a new project with no name: it asks for one, changes nothing)
     kind: str
     status: str = "all"
     search: str | None = None
@@ -90,7 +91,8 @@ class Intent:
     new_due: str | None = None  # a day the query tool dates ("tomorrow", "friday", "next_week")
     new_due_on: str | None = None  # a date (ISO)
     new_status: str | None = None  # "in_progress": the task is started
-    new_title: str | None = None  # one task only
+    new_title: str | None = None  # one task only; update_project: the project's new name
+    new_archived: bool | None = None  # update_project: archived, or no longer
 
 
 _DELETE_WORDS = r"delete|remove|erase|get rid of|clear out|clear(?=\s+(?:away\s+)?(?:my|the|all|every|completed|done|finished)\b)"
@@ -569,6 +571,8 @@ def _write_intent(raw: str) -> Intent | None:
         return changed
     if deleted := _delete_notes(raw):
         return deleted
+    if to_project := _project_change(raw):
+        return to_project
     if (
         (said := _SAID_DONE.match(raw))
         and (target := _target(said["what"] or said["with"] or said["is"]))
@@ -915,10 +919,24 @@ _NOTE_TITLED = re.compile(
 _TITLE_THEN_NOTE = re.compile(r"^(?:the\s+|my\s+)(?P<title>.+?)\s+notes?$", re.IGNORECASE)
 
 
+# "Move the note Venue ideas to Harbor": to a project named as projects are (capitalised).
+_MOVE_NOTES = re.compile(
+    rf"{_POLITELY}(?i:move|put|file)\s+(?P<what>(?:.+?\s+)?(?i:notes?)\b.*?)\s+(?i:(?:in)?to\s+(?:the\s+)?(?:project\s+)?)"
+    r"(?P<target>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)(?i:\s+project)?\s*[.!?]?$"
+)
+
+
 def _delete_notes(raw: str) -> Intent | None:
-    if not (match := _DELETE_NOTES.match(raw)):
-        return None
-    what = match["what"].strip()
+    if match := _DELETE_NOTES.match(raw):
+        return _notes_change("delete_notes", match["what"])
+    if match := _MOVE_NOTES.match(raw):
+        return _notes_change("move_notes", match["what"], target_project=match["target"])
+    return None
+
+
+def _notes_change(kind: str, what: str, *, target_project: str | None = None) -> Intent | None:
+    """The notes a deletion or a move names: by title, by what they say, by project or by when they changed."""
+    what = what.strip()
     project_name = None
     if where := _IN_PROJECT_AT_END.search(what):
         what, project_name = what[: where.start()], where["name"]
@@ -936,4 +954,41 @@ def _delete_notes(raw: str) -> Intent | None:
         search = None
     if search is None and not project_name and not changed and not re.search(rf"{_EVERY}|^my\s+notes$", what, re.IGNORECASE):
         return Intent("which_task", search=what)  # "delete the note" names none: never propose every one
-    return Intent("delete_notes", search=search, project_name=project_name, changed=changed)
+    return Intent(kind, search=search, project_name=project_name, changed=changed, target_project=target_project)
+
+
+# Changes to a project, named as people name projects: "create a project called Garden", "archive
+# Atlas", "rename the Atlas project to Atlas 2", "delete the Harbor project".
+_NAMED_PROJECT = r"(?:the\s+)?(?:project\s+(?P<name>.+?)|(?P<name2>.+?)\s+project)"
+_NEW_PROJECT = re.compile(
+    rf"{_POLITELY}(?:create|add|make|start|set\s+up|open|new)\s+(?:a\s+|an\s+)?(?:new\s+)?project\b\s*(?:called|named|titled|for|:|-)?\s*(?P<name>.*?){_CHANGE_END}",
+    re.IGNORECASE,
+)
+_ARCHIVE_PROJECT = re.compile(
+    rf"{_POLITELY}(?P<verb>archive|unarchive|un-archive)\s+(?:the\s+)?(?:project\s+)?(?P<name>.+?)(?:\s+project)?{_CHANGE_END}",
+    re.IGNORECASE,
+)
+_RENAME_PROJECT = re.compile(rf"{_POLITELY}(?:rename|retitle)\s+{_NAMED_PROJECT}\s+(?:to|as)\s+(?P<new>.+?){_CHANGE_END}", re.IGNORECASE)
+_DELETE_PROJECT = re.compile(rf"{_POLITELY}(?:{_DELETE_WORDS})\s+{_NAMED_PROJECT}{_CHANGE_END}", re.IGNORECASE)
+
+
+def _project_change(raw: str) -> Intent | None:
+    def name(match: re.Match[str], group: str = "name") -> str:
+        return (match[group] or "").strip(" \"'“”")
+
+    if created := _NEW_PROJECT.match(raw):
+        return Intent("create_project", title=name(created)[:200]) if name(created) else Intent("project_name_needed")
+    archived = _ARCHIVE_PROJECT.match(raw)
+    renamed = _RENAME_PROJECT.match(raw)
+    deleted = _DELETE_PROJECT.match(raw)
+    match = archived or renamed or deleted
+    if match is None:
+        return None
+    project = name(match) or name(match, "name2")
+    if _FILLER.sub("", project).lower() in _POINTERS or re.search(rf"{_EVERY}|\b(?:my|projects|tasks?|notes?)\b", project, re.I):
+        return None  # "archive it", "delete all my projects": refused in words
+    if archived:
+        return Intent("update_project", project_name=project, new_archived=archived["verb"].lower() == "archive")
+    if renamed:
+        return Intent("update_project", project_name=project, new_title=name(renamed, "new")[:200])
+    return Intent("delete_project", project_name=project)

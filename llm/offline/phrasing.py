@@ -19,7 +19,7 @@ CAPABILITIES = (
     "- “list my projects”\n"
     "- “delete all my completed tasks”, “mark the design tasks as done”, “reopen the task buy milk”, “move the design tasks to Atlas”, "
     "“add a task called Book venue in Harbor”, “remind me to call Bob tomorrow”, “make buy milk urgent”, "
-    "“push the passport task to Friday”, “start working on buy milk”, “delete the note Venue ideas” — "
+    "“push the passport task to Friday”, “start working on buy milk”, “delete the note Venue ideas”, “archive the Atlas project” — "
     "I always show you the changes to confirm first\n"
     "- “clean up my tasks” — I'll ask what you mean\n"
     "- questions about Clarion itself, such as “how do I connect my own model?”, from the knowledge base\n\n"
@@ -30,11 +30,14 @@ CAPABILITIES = (
 PRIORITY_WORDS = {"urgent": "urgent", "high": "high-priority", "medium": "medium-or-higher-priority"}
 
 CANNOT_CHANGE = (
-    "Offline I can add, complete, reopen, start, reschedule, re-prioritise, rename, move and delete tasks, and add and "
-    "delete notes; other changes (editing or moving a note, and creating, renaming, archiving or deleting a project) "
-    "I can't make, so nothing was changed. With a model connected (`LLM_BASE_URL`) the assistant can."
+    "Offline I can add, complete, reopen, start, reschedule, re-prioritise, rename, move and delete tasks, add, move "
+    "and delete notes, and create, rename, archive and delete projects, each named; other changes (editing a note, "
+    "a project's description, all projects at once) I can't make, so nothing was changed. "
+    "With a model connected (`LLM_BASE_URL`) the assistant can."
 )
 
+
+PROJECT_NAME_NEEDED = "What should the new project be called? Say, for example, “create a project called Garden”; nothing was created."
 
 THANKS = "You're welcome! Say “help” any time to see what I understand offline."
 
@@ -386,7 +389,7 @@ def nothing_to_change(action: str, *, noun: str, search: str | None, project_nam
     """`noun`: the tasks the change picks, in words ("completed tasks", "tasks due today")."""
     text = f"You have no {noun}{scope(project_name, search)} to {action}, so there is nothing to change."
     if action == "rename":
-        text += " Offline I rename tasks only; renaming a note or a project needs a model."
+        text += " To rename a project, say “rename the Atlas project to …”; renaming a note needs a model."
     return text
 
 

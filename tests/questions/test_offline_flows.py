@@ -379,7 +379,7 @@ async def test_a_new_title_goes_to_the_task_of_that_very_title_and_asks_when_sev
         (
             "rename the task Atlas to Atlas 2",
             "You have no tasks matching “Atlas” to rename, so there is nothing to change. "
-            "Offline I rename tasks only; renaming a note or a project needs a model.",
+            "To rename a project, say “rename the Atlas project to …”; renaming a note needs a model.",
         ),
     ],
 )
@@ -414,4 +414,83 @@ async def test_a_word_is_looked_up_in_tasks_and_notes_at_once(alice):
     await socket.disconnect()
     conversation, socket, _ = await chat(alice, "search for zeppelin")
     assert await last_reply(conversation.pk) == "Nothing in your tasks or notes matches “zeppelin”."
+    await socket.disconnect()
+
+
+@database_sync_to_async
+def atlas_with_work(user):
+    from workspace.models import Project
+
+    project = workspace_services.create_project(user=user, name="Atlas")
+    workspace_services.create_task(user=user, title="Ship it", project_id=project.pk)
+    workspace_services.create_note(user=user, title="Retro", content="went well")
+    return Project
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "after"),
+    [
+        ("archive the Atlas project", "Update project “Atlas”: archived", {"name": "Atlas", "archived": True}),
+        ("rename the Atlas project to Atlas web", "Update project “Atlas”: name → “Atlas web”", {"name": "Atlas web", "archived": False}),
+    ],
+)
+async def test_a_change_to_a_named_project_is_proposed_and_applied_on_confirm(alice, fast_questions, text, line, after):
+    Project = await atlas_with_work(alice)
+    conversation, socket, frames = await chat(alice, text)
+    assert line in frames
+    assert await rows(Project, owner=alice, name="Atlas", archived=False) != []  # nothing applied before Apply
+    await confirm(socket, conversation)
+    (project,) = await rows(Project, owner=alice)
+    assert {"name": project.name, "archived": project.archived} == after
+    assert await last_reply(conversation.pk) == "Done — updated 1 project."
+    await socket.disconnect()
+
+
+async def test_deleting_a_project_keeps_its_tasks_and_notes_without_a_project(alice, fast_questions):
+    Project = await atlas_with_work(alice)
+    conversation, socket, frames = await chat(alice, "delete the Atlas project")
+    assert "Delete project “Atlas” (its tasks and notes are kept, without a project)" in frames
+    await confirm(socket, conversation)
+    assert await rows(Project, owner=alice) == []
+    (task,) = await rows(Task, owner=alice)
+    (note,) = await rows(Note, owner=alice)
+    assert task.project_id is None and note.project_id is None
+    await socket.disconnect()
+
+
+async def test_a_new_project_is_proposed_by_name_and_one_of_the_same_name_is_not_made_twice(alice, fast_questions):
+    Project = await atlas_with_work(alice)
+    conversation, socket, frames = await chat(alice, "create a project called Garden")
+    assert "Create project “Garden”" in frames
+    await confirm(socket, conversation)
+    assert sorted(p.name for p in await rows(Project, owner=alice)) == ["Atlas", "Garden"]
+    await socket.disconnect()
+    conversation, socket, _ = await chat(alice, "create a project called atlas")
+    assert await last_reply(conversation.pk) == "You already have a project called **Atlas**, so nothing was created."
+    assert await rows(QuestionGroup, conversation=conversation) == []
+    await socket.disconnect()
+
+
+async def test_archiving_an_archived_project_and_a_project_that_does_not_exist_change_nothing(alice, fast_questions):
+    await atlas_with_work(alice)
+    conversation, socket, _ = await chat(alice, "unarchive Atlas")
+    assert await last_reply(conversation.pk) == "**Atlas** is not archived, so there is nothing to change."
+    await socket.disconnect()
+    conversation, socket, _ = await chat(alice, "archive Zeppelin")
+    assert await last_reply(conversation.pk) == "I couldn't find a project called “Zeppelin”. Your projects: **Atlas**."
+    assert await rows(QuestionGroup, conversation=conversation) == []
+    await socket.disconnect()
+
+
+async def test_a_note_moved_by_its_title_goes_to_the_project_named_on_confirm(alice, fast_questions):
+    Project = await atlas_with_work(alice)
+    conversation, socket, frames = await chat(alice, "move the note Retro to Atlas")
+    assert "Move note “Retro” to “Atlas”" in frames
+    await confirm(socket, conversation)
+    (note,) = await rows(Note, owner=alice)
+    (atlas,) = await rows(Project, owner=alice)
+    assert note.project_id == atlas.pk
+    await socket.disconnect()
+    conversation, socket, _ = await chat(alice, "move the note Retro to Atlas")
+    assert await last_reply(conversation.pk) == "You have no notes matching “Retro” to move to Atlas, so there is nothing to change."
     await socket.disconnect()
