@@ -168,12 +168,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
             return [("query_tasks", {**filters, "limit": limit}) for filters, limit in OVERVIEW_QUERIES]
         return phrasing.overview_answer(*(step.result for step in steps))
     if intent.kind == "find":
-        if not steps:
-            return [
-                ("query_tasks", {"search": intent.search, "limit": FIND_LIMIT}),
-                ("query_notes", {"search_term": intent.search, "limit": FIND_LIMIT}),
-            ]
-        return phrasing.find_answer(steps[0].result, steps[1].result, search=intent.search or "")
+        return _find(intent.search or "", steps)
     if intent.kind == "projects":
         if not steps:
             return "query_projects", {"include_stats": True}
@@ -182,14 +177,16 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
     project_id = None
     if intent.project_name:
         if not steps:
-            return "query_projects", {"include_stats": intent.kind == "project_status"}
+            return "query_projects", {"include_stats": intent.kind in ("project_status", "maybe_project")}
         projects = steps[0].result.get("projects", [])
-        project = _match_project(intent.project_name, projects)
+        project = _match_project(intent.project_name, projects, exact=intent.kind == "maybe_project")
+        if project is None and intent.kind == "maybe_project":  # a word that names no project: looked up everywhere
+            return _find(intent.project_name, steps[1:])
         if project is None:
             return phrasing.project_not_found(intent.project_name, projects)
         project_id = project["id"]
         steps = steps[1:]
-        if intent.kind == "project_status":
+        if intent.kind in ("project_status", "maybe_project"):
             if not steps:
                 return "query_tasks", {"status": "open", "project_id": project_id, "limit": 50}
             return phrasing.project_status_answer(project, steps[-1].result)
@@ -219,6 +216,12 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
     if intent.kind == "cleanup":
         return phrasing.cleanup_answer(steps[-1].result, project_name=project_name)
     return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
+
+
+def _find(search: str, steps: list[_Step]) -> str | list[Call]:
+    if not steps:
+        return [("query_tasks", {"search": search, "limit": FIND_LIMIT}), ("query_notes", {"search_term": search, "limit": FIND_LIMIT})]
+    return phrasing.find_answer(steps[0].result, steps[1].result, search=search)
 
 
 def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:

@@ -60,6 +60,7 @@ class Intent:
     #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
+    #   | "maybe_project" (a bare name, "Atlas": that project's status if there is one, else a "find")
     #   | "no_such_date" (a due date the calendar does not have, "Nov 31": it says so, `search` holds it)
     #   | "thanks" (a thank-you: it says you're welcome)
     #   | "today" | "time" (the person's date, which the query tool reads in their time zone; and the time there)
@@ -321,7 +322,8 @@ def is_knowledge_question(text: str) -> bool:
 _PROJECT_STATUS = re.compile(
     r"^(?i:(?:please\s+)?(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:status|progress|state)\s+(?:of|on|in|with)"
     r"|how(?:'s|\s+is)|how\s+are\s+things\s+(?:in|on|with)|where\s+are\s+we\s+(?:on|with)|what(?:'s|\s+is)\s+happening\s+(?:in|on|with)"
-    r"|(?:give\s+me\s+)?(?:an?\s+)?(?:status|summary|overview|update)\s+(?:of|on|for)|tell\s+me\s+about)\s+(?:the\s+)?(?:project\s+)?)"
+    r"|(?:give\s+me\s+)?(?:an?\s+)?(?:status|summary|overview|update)\s+(?:of|on|for)|tell\s+me\s+about"
+    r"|(?:show|open|view|go\s+to)(?:\s+me)?)\s+(?:the\s+)?(?:project\s+)?)"
     r"(?P<name>[A-Z][\w&-]*)(?i:\s+project)?(?i:\s+(?:going|doing|coming\s+along|looking))?\s*[?.!]*$"
 )
 
@@ -335,7 +337,7 @@ _OVERVIEW = re.compile(
     r"|what\s+does\s+my\s+(?:week|day)\s+look\s+like|where\s+do\s+i\s+stand|catch\s+me\s+up"
     r"|(?:give\s+me\s+)?(?:an?\s+|my\s+)?(?:weekly\s+|daily\s+)?(?:overview|summary|recap|rundown|status\s+(?:report|update))"
     r"(?:\s+(?:of|on|for)\s+(?:my\s+)?(?:week|day|tasks|work|workload|progress|everything|today|this\s+week))?"
-    r"|summari[sz]e\s+(?:my\s+)?(?:week|day|tasks|work|workload|progress|everything)"
+    r"|summari[sz]e\s+(?:my\s+)?(?:week|day|tasks|work|workload|progress|everything)|(?:help\s+me\s+)?plan\s+(?:my|the)\s+week"
     r")(?:\s+please)?\s*[?.!]*$",
     re.IGNORECASE,
 )
@@ -348,7 +350,7 @@ _FOCUS = re.compile(
     r"|(?:work\s+on|do|finish)\s+(?:next|first|today|now|right\s+now))"
     r"|where\s+(?:should|shall|do)\s+(?:i|we)\s+start|what(?:'s|\s+is)\s+(?:up\s+)?next|needs?\s+my\s+attention"
     r"|what(?:'s|\s+is)\s+(?:my|our)\s+next\s+(?:task|to-?do|thing)"
-    r"|(?:my|our)\s+priorities)\b",
+    r"|(?:my|our)\s+priorities|\bplan\s+(?:my|the)\s+day)\b",
     re.IGNORECASE,
 )
 
@@ -400,7 +402,10 @@ _SHOW_ONE_TASK = re.compile(
 def parse(text: str) -> Intent:
     raw = text.strip()
     lower = raw.lower()
-    if not raw or re.fullmatch(r"(hi|hello|hey|help|\?|what can you do\??|who are you\??)[!. ]*", lower):
+    if not raw or re.fullmatch(
+        r"(hi|hello|hey|help|\?|what can you do\??|who are you\??|how are you(?: doing)?\??|good (?:morning|afternoon|evening)|(?:hi|hey) there)[!. ]*",
+        lower,
+    ):
         return Intent("help")
     if _OVERVIEW.match(raw):
         return Intent("overview")
@@ -413,6 +418,10 @@ def parse(text: str) -> Intent:
         return Intent("tasks", search=(term[: where.start()] if where else term).strip(" \"'“”"), project_name=where and where["name"])
     if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(about["name"]):
         return Intent("project_status", project_name=about["name"])
+    if re.fullmatch(r"[A-Z][\w&-]*(?:\s+[A-Z][\w&-]*){0,2}\s*[?.!]*", raw) and lower.strip("?.! ") not in _AGENDA_DAYS:
+        return Intent("maybe_project", project_name=raw.strip("?.! "))
+    if day := re.fullmatch(r"(today|tonight|tomorrow|this week|next week|this weekend)\s*[?.!]*", lower):
+        return Intent("tasks", due=_AGENDA_DAYS[day[1]])  # "tomorrow?": what is due then
     if _PROJECTS_COMPARED.search(raw.lower()):
         return Intent("projects")  # "which project has the most open tasks?": every project's counts answer it
     if found := _FIND_ANYWHERE.match(raw):

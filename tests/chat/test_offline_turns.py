@@ -288,3 +288,12 @@ async def test_thanks_is_answered_in_kind_and_one_task_shown_by_its_name(demo):
     reply, calls = await answer(demo, "show the task Renew passport")
     assert calls == [{"tool": "query_tasks", "status": "all", "search": "Renew passport", "limit": 50}]
     assert reply.startswith("Here are your tasks matching “Renew passport” (1):") and "**Renew passport** — Home" in reply
+
+
+async def test_a_bare_name_is_that_projects_status_or_else_a_word_looked_up_in_tasks_and_notes(demo):
+    reply, calls = await answer(demo, "Harbor")
+    assert reply.startswith("**Harbor**: ") and " to do, " in reply.split("\n")[0]  # its counts, then what is open
+    assert [c["tool"] for c in calls] == ["query_projects", "query_tasks"]
+    reply, calls = await answer(demo, "Landlord")  # no project: a task title and a note say it
+    assert [c["tool"] for c in calls] == ["query_projects", "query_tasks", "query_notes"]
+    assert "Call landlord about the leaking faucet" in reply and "Things to raise with the landlord" in reply

@@ -356,6 +356,14 @@ def _year_of(month, day):
         ("is everything done?", Intent("tasks", status="completed")),
         ("can you delete my notes?", Intent("delete_notes")),
         ("what is the busiest project?", Intent("projects")),
+        # A bare name is a project's status when there is one; "show Atlas" and "open the Atlas project" are.
+        ("Atlas", Intent("maybe_project", project_name="Atlas")),
+        ("show Atlas", Intent("project_status", project_name="Atlas")),
+        ("open the Atlas project", Intent("project_status", project_name="Atlas")),
+        ("tomorrow?", Intent("tasks", due="tomorrow")),
+        ("how are you?", Intent("help")),
+        ("help me plan my day", Intent("focus")),
+        ("plan my week", Intent("overview")),
     ],
 )
 def test_parse_changes_said_the_way_people_say_them(text, expected):
