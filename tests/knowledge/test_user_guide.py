@@ -161,7 +161,7 @@ SUGGESTION_KINDS = {
     "Ask about your tasks": {"tasks", "count_tasks", "focus"},
     "Search your notes": {"notes", "count_notes", "find"},
     "See where you stand": {"overview"},
-    "Get an overview of your projects": {"projects", "project_status"},
+    "Get an overview of your projects": {"projects", "project_status", "maybe_project"},
     "Change things": WRITE_KINDS,
     "Ask about Clarion itself": {"knowledge"},
 }
