@@ -143,7 +143,7 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None) 
         return f"You have no {noun}{where}."
     lines = [f"Here are your {noun}{where} ({result['total']}):", ""]
     today = dt.date.fromisoformat(result["today"]) if result.get("today") else None
-    lines += [_task_line(t, show_status=status in ("all", "open"), today=today) for t in tasks]
+    lines += [_task_line(t, show_status=status in ("all", "open"), today=today, in_project=project_name) for t in tasks]
     if result.get("truncated"):
         lines += ["", f"…and {result['more']} more not shown."]
     return "\n".join(lines)
@@ -287,7 +287,7 @@ def focus_answer(overdue: dict, due_today: dict, urgent: dict, *, project_name: 
             "and “what's on my plate?” everything still open."
         )
     lines = [f"Start with these{where} — overdue, due today or urgent ({len(tasks)}):", ""]
-    lines += [_task_line(t, show_status=True, today=today) for t in tasks]
+    lines += [_task_line(t, show_status=True, today=today, in_project=project_name) for t in tasks]
     if more := sum(result.get("more", 0) for result in (overdue, due_today, urgent)):
         lines += ["", f"…and up to {more} more not shown."]
     return "\n".join(lines)
@@ -341,9 +341,10 @@ def due_day(result: dict) -> str:
     return f", {DUE_WORDS.get(window, 'due')} ({date})"
 
 
-def _task_line(task: dict, *, show_status: bool, today: dt.date | None = None) -> str:
+def _task_line(task: dict, *, show_status: bool, today: dt.date | None = None, in_project: str | None = None) -> str:
+    """`in_project`: the project the whole listing is of, which its lines need not repeat."""
     details = []
-    if task.get("project"):
+    if task.get("project") and in_project is None:
         details.append(task["project"]["name"])
     if show_status and not task.get("completed_on"):  # "completed Nov 25" below says it
         details.append(STATUS_LABEL.get(task["status"], task["status"]))

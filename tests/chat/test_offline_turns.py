@@ -81,6 +81,9 @@ async def test_tasks_in_a_project_resolves_the_project_first(demo):
     atlas_tasks = await titles(demo, project__name="Atlas")
     assert all(t in reply for t in atlas_tasks)
     assert not any(t in reply for t in await titles(demo, project__name="Harbor"))
+    assert "Atlas ·" not in reply  # a listing of one project's tasks does not repeat its name on each line
+    reply, _ = await answer(demo, "show my open tasks")
+    assert "Atlas ·" in reply and "Harbor ·" in reply
 
 
 async def test_how_a_project_is_going_gives_its_counts_then_what_is_open_in_it(demo):
