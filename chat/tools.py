@@ -92,6 +92,7 @@ class QueryTasksArgs(_Args):
         "(\"due on Dec 5\"); completed tasks are left out unless status is 'completed'.",
     )
     no_due_date: bool = Field(False, description="Only tasks that have no due date; not together with due or due_on.")
+    no_project: bool = Field(False, description="Only tasks that are in no project; not together with project_id.")
     completed: PastWindow | None = Field(
         None,
         description="Only tasks completed in this window of the user's calendar (this_week: Monday to today; "
@@ -113,6 +114,8 @@ class QueryTasksArgs(_Args):
             raise ValueError("use one of due, due_on, completed and added at most")
         if self.no_due_date and (self.due is not None or self.due_on is not None):
             raise ValueError("no_due_date lists the tasks without one: not together with due or due_on")
+        if self.no_project and self.project_id is not None:
+            raise ValueError("no_project lists the tasks in none: not together with project_id")
         return self
 
 
@@ -237,6 +240,7 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
         completed=completed,
         added=added,
         undated=args.no_due_date,
+        unfiled=args.no_project,
         time_zone=zone,
         priority_at_least=args.priority_at_least,
         limit=args.limit,

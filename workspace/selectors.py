@@ -137,6 +137,7 @@ def tasks_for_user(
     completed: DayWindow | None = None,
     added: DayWindow | None = None,
     undated: bool = False,
+    unfiled: bool = False,
     time_zone: dt.tzinfo = dt.UTC,
     priority_at_least: str | None = None,
     limit: int = 100,
@@ -145,7 +146,7 @@ def tasks_for_user(
     only tasks of it or above ("high": high and urgent). With `due`: tasks due in that window,
     soonest first; completed ones only when `status` asks for them (what is due is what is still
     to do). With `completed` (or `added`): tasks completed (added) on those days of `time_zone`'s
-    calendar. `undated`: only tasks with no due date. Completed tasks alone (`completed`, or the
+    calendar. `undated`: only tasks with no due date; `unfiled`: only tasks in no project. Completed tasks alone (`completed`, or the
     status "completed") come the most recently completed first; other listings the newest first."""
     if sum(window is not None for window in (due, completed, added)) > 1:
         raise ValueError("a listing is by one date at most: due, completed or added")
@@ -156,8 +157,12 @@ def tasks_for_user(
         tasks = tasks.exclude(status=Task.Status.COMPLETED)
     elif status != "all":
         tasks = tasks.filter(status=status)
+    if unfiled and project_id is not None:
+        raise ValueError("a task in no project is in no given project")
     if project_id is not None:
         tasks = tasks.filter(project_id=project_id)
+    elif unfiled:
+        tasks = tasks.filter(project__isnull=True)
     if search:
         tasks = tasks.filter(title__icontains=search)
     if priority_at_least is not None:

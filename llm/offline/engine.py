@@ -401,6 +401,7 @@ def _task_filters(intent: Intent) -> dict:
         "completed": intent.completed,
         "added": intent.added,
         "no_due_date": intent.undated or None,
+        "no_project": intent.unfiled or None,
         "priority_at_least": intent.priority,
     }
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypedDict
 
 from llm.offline.phrasing import WEEKDAYS
@@ -84,6 +84,7 @@ class Intent:
     completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.PAST_WINDOWS
     added: str | None = None  # tasks: added in this window, one of workspace.selectors.PAST_WINDOWS
     undated: bool = False  # tasks/count_tasks and changes: only tasks with no due date
+    unfiled: bool = False  # tasks/count_tasks and changes: only tasks in no project
     changed: str | None = None  # notes/count_notes: added or edited in this window, one of workspace.selectors.PAST_WINDOWS
     archived: bool = False  # projects: the archived ones alone
     content: str = ""  # create_note: what the note says
@@ -216,7 +217,7 @@ _WHAT_WAS_ADDED = re.compile(
 _NOTES_WHEN = re.compile(rf"\b(?:from|since|during|over|in|of|for)?\s*\b(?P<when>{'|'.join(_PAST_WINDOWS)})\b", re.IGNORECASE)
 _PROJECTS_COMPARED = re.compile(
     r"^(?:which|what)\s+projects?\s+(?:has|have|is|are)\s+(?:the\s+)?(?:most|fewest|least|biggest|busiest|largest|smallest)\b"
-    r"|\b(?:busiest|biggest|largest)\s+project\b"
+    r"|\b(?:busiest|biggest|largest)\s+project\b|^(?:which|what)\s+projects?\s+(?:has|have|are)\s+(?:no|empty)\b"
 )
 _DID_FINISH = re.compile(
     r"\b(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get\s+done|got\s+done|gotten\s+done|done)\b"
@@ -399,7 +400,22 @@ _SHOW_ONE_TASK = re.compile(
 )
 
 
+# "Which tasks aren't in a project?", "tasks with no project", "unfiled tasks".
+_UNFILED = re.compile(
+    r"\b(?:without|with\s+no|have\s+no|has\s+no|having\s+no|not\s+in|aren[’']?t\s+in|isn[’']?t\s+in|outside(?:\s+of)?|no)\s+"
+    r"(?:a\s+|any\s+)?projects?\b|\bunfiled\b",
+    re.IGNORECASE,
+)
+
+
 def parse(text: str) -> Intent:
+    intent = _parse(text)
+    if intent.kind in ("tasks", "count_tasks") and _UNFILED.search(text):
+        return replace(intent, unfiled=True, project_name=None)
+    return intent
+
+
+def _parse(text: str) -> Intent:
     raw = text.strip()
     lower = raw.lower()
     if not raw or re.fullmatch(

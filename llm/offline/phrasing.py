@@ -130,7 +130,8 @@ def task_noun(filters: Mapping[str, object]) -> str:
     if due == "overdue":  # an adjective: "overdue to-do tasks"
         return " ".join(filter(None, ["overdue", label, priority, "tasks"]))
     undated = "with no due date" if filters.get("no_due_date") is True else ""
-    return " ".join(filter(None, [label, priority, "tasks", due_words(due, due_on) or undated]))
+    unfiled = "in no project" if filters.get("no_project") is True else ""
+    return " ".join(filter(None, [label, priority, "tasks", due_words(due, due_on) or undated, unfiled]))
 
 
 def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
@@ -168,7 +169,7 @@ def count_answer(result: dict, *, project_name: str | None) -> str:
     total = result["total"]
     filters = result.get("filters", {})
     status = filters.get("status", "all")
-    where = scope(project_name, None)
+    where = scope(project_name, None) + (" in no project" if filters.get("no_project") is True else "")
     plural = " ".join(filter(None, [_priority_word(result), "task" if total == 1 else "tasks"]))
     if due := due_words(filters.get("due"), filters.get("due_on")):
         return f"You have **{total}** open {plural} {due}{_window(result)}{where}."

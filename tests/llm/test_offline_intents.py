@@ -364,6 +364,9 @@ def _year_of(month, day):
         ("how are you?", Intent("help")),
         ("help me plan my day", Intent("focus")),
         ("plan my week", Intent("overview")),
+        ("which tasks aren't in a project?", Intent("tasks", unfiled=True)),
+        ("how many tasks have no project?", Intent("count_tasks", unfiled=True)),
+        ("which projects have no tasks?", Intent("projects")),
     ],
 )
 def test_parse_changes_said_the_way_people_say_them(text, expected):
