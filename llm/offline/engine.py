@@ -145,8 +145,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.CAPABILITIES
     if intent.kind == "cannot":
         return phrasing.CANNOT_CHANGE
-    if intent.kind == "project_name_needed":
-        return phrasing.PROJECT_NAME_NEEDED
+    if intent.kind == "name_needed":
+        return phrasing.name_needed(intent.search or "task")
     if intent.kind == "thanks":
         return phrasing.THANKS
     if intent.kind in ("today", "time"):

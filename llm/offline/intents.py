@@ -71,7 +71,7 @@ class Intent:
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "reopen_tasks" | "move_tasks" | "update_tasks" | "create_task"
     #   | "create_note" | "delete_notes" | "move_notes" | "create_project" | "update_project" | "delete_project"
-    #   | "project_name_needed" (a new project with no name: it asks for one, changes nothing)
+    #   | "name_needed" (a new task, note or project with no name, `search` says which: it asks for one)
     kind: str
     status: str = "all"
     search: str | None = None
@@ -400,6 +400,13 @@ _SHOW_ONE_TASK = re.compile(
 )
 
 
+# "Rename this conversation to Planning", "switch to dark mode", "change my password": done in
+# Clarion's pages, not to the workspace; the guide says how.
+_CHANGE_TO_THE_APP = re.compile(
+    rf"(?P<polite>{_POLITELY})(?:rename|delete|remove|change|set|switch|turn|make|pin|unpin|export|start|open)\b.*"
+    r"\b(?:conversations?|chats?|threads?|theme|dark\s+mode|light\s+mode|fonts?|passwords?)\b",
+    re.IGNORECASE,
+)
 # "Which tasks aren't in a project?", "tasks with no project", "unfiled tasks".
 _UNFILED = re.compile(
     r"\b(?:without|with\s+no|have\s+no|has\s+no|having\s+no|not\s+in|aren[’']?t\s+in|isn[’']?t\s+in|outside(?:\s+of)?|no)\s+"
@@ -446,6 +453,10 @@ def _parse(text: str) -> Intent:
         return Intent("knowledge", search=found["question"] or found["question2"])
     if is_knowledge_question(raw):
         return Intent("knowledge", search=raw)
+    if (app := _CHANGE_TO_THE_APP.match(raw)) and not _WORKSPACE_NOUN.search(raw):
+        # Asked of the knowledge base as the question it is: "how do I rename this conversation?" (the new name is no part of it)
+        change = re.sub(r"^((?:rename|retitle)\b.*?)\s+(?:to|as)\s+.+$", r"\1", raw[app.end("polite") :].rstrip(".!?"), flags=re.IGNORECASE)
+        return Intent("knowledge", search=f"How do I {change}?")
     if (asked := _IS_IT_DONE.match(raw)) and (term := (asked["term"] or asked["term2"]).strip(" \"'“”")) and not _NOT_ONE_TASK.search(term):
         return Intent("tasks", search=term)  # "is the passport task done?": that task, with its status
     if done := _WHAT_WAS_DONE.search(raw):
@@ -608,6 +619,8 @@ def _write_intent(raw: str) -> Intent | None:
     if match := _ERRAND.match(raw):
         title, due = _due_at_end((match["todo"] or match["item"]).strip(" \"'“”"))
         return Intent("create_task", title=title[:300], **due)
+    if unnamed := re.fullmatch(r"(?:please\s+)?(?:create|add|make|new)\s+(?:a\s+|an\s+)?(?:new\s+)?(task|note|to-?do)\s*[.!?]*", raw, re.I):
+        return Intent("name_needed", search="note" if unnamed[1].lower() == "note" else "task")
     if match := _CREATE.match(raw):
         title, project = match["title"].strip(" \"'“”"), match["project"]
         if not project and (first := _PROJECT_THEN_TITLE.match(title)):
@@ -866,7 +879,7 @@ def _search_term(raw: str, project_name: str | None) -> str | None:
         term = _FILLER.sub("", match.group("term").strip()).strip()
         if project_name and term.lower() in {project_name.lower(), f"{project_name.lower()} project", f"project {project_name.lower()}"}:
             continue
-        if term and term.lower() not in _GENERIC_TERMS:
+        if term and term.lower() not in _GENERIC_TERMS and term.lower() not in _AGENDA_DAYS:  # "done for today" searches no "today"
             return term
     return None
 
@@ -888,7 +901,7 @@ _TASK_CHANGES = [
         re.IGNORECASE,
     ),
     re.compile(rf"{_POLITELY}give\s+(?P<what>.+?)\s+a\s+(?:due\s+date|deadline)\s+(?:of\s+|on\s+)?{_NEW_DAY}{_CHANGE_END}", re.IGNORECASE),
-    re.compile(rf"{_POLITELY}(?P<start>start|begin)\s+(?:working\s+on\s+|work\s+on\s+|on\s+|with\s+)?(?!(?:a|an|new|over|again)\b)(?P<what>.+?){_CHANGE_END}", re.IGNORECASE),
+    re.compile(rf"{_POLITELY}(?P<start>start|begin)\s+(?:working\s+on\s+|work\s+on\s+|on\s+|with\s+)?(?!(?:a|an|new|over|again|today|(?:the|my)\s+(?:day|week))\b)(?P<what>.+?){_CHANGE_END}", re.IGNORECASE),
     re.compile(rf"{_POLITELY}(?:mark|set|move|put|turn)\s+(?P<what>.+?)\s+(?:as\s+|to\s+|into\s+)?(?P<start>in[- ]progress|started){_CHANGE_END}", re.IGNORECASE),
     re.compile(rf"{_POLITELY}(?:rename|retitle)\s+(?P<what>.+?)\s+(?:to|as)\s+(?P<title>.+?){_CHANGE_END}", re.IGNORECASE),
     re.compile(rf"{_POLITELY}(?:change|set)\s+(?:the\s+)?(?:title|name)\s+of\s+(?P<what>.+?)\s+to\s+(?P<title>.+?){_CHANGE_END}", re.IGNORECASE),
@@ -1002,7 +1015,7 @@ def _project_change(raw: str) -> Intent | None:
         return (match[group] or "").strip(" \"'“”")
 
     if created := _NEW_PROJECT.match(raw):
-        return Intent("create_project", title=name(created)[:200]) if name(created) else Intent("project_name_needed")
+        return Intent("create_project", title=name(created)[:200]) if name(created) else Intent("name_needed", search="project")
     archived = _ARCHIVE_PROJECT.match(raw)
     renamed = _RENAME_PROJECT.match(raw)
     deleted = _DELETE_PROJECT.match(raw)

@@ -37,7 +37,17 @@ CANNOT_CHANGE = (
 )
 
 
-PROJECT_NAME_NEEDED = "What should the new project be called? Say, for example, “create a project called Garden”; nothing was created."
+_NAMED_EXAMPLES = {
+    "project": "“create a project called Garden”",
+    "task": "“add a task called Book the venue” or “remind me to call Bob tomorrow”",
+    "note": "“add a note called Venue ideas: the old mill, the boathouse”",
+}
+
+
+def name_needed(noun: str) -> str:
+    """A new task, note or project asked for with no name: what to say instead."""
+    return f"What should the new {noun} be called? Say, for example, {_NAMED_EXAMPLES[noun]}; nothing was created."
+
 
 THANKS = "You're welcome! Say “help” any time to see what I understand offline."
 

@@ -74,6 +74,23 @@ async def test_questions_about_questions_are_answered_from_the_guide_in_the_chat
     assert await tools_used(reply) == ["search_knowledge_base"]
 
 
+@pytest.mark.parametrize(
+    "text, fact, source",
+    [
+        ("rename this conversation to Planning", "Rename above the thread changes a title", "chatting-with-the-assistant.md"),
+        ("switch to dark mode", "light mode, dark mode", "chatting-with-the-assistant.md"),
+        ("change my password", "Password in the top bar opens a form", "getting-started.md"),
+        ("where are my notes stored?", "embedded Postgres 18 server", "your-data.md"),
+    ],
+)
+async def test_a_change_made_in_clarions_pages_or_a_question_about_the_data_is_answered_from_the_guide(
+    alice, user_guide, text, fact, source
+):
+    reply = await ask(alice, text)
+    assert fact in reply.content and reply.metadata["citations"][0]["source_id"] == f"docs/user-guide/{source}"
+    assert await tools_used(reply) == ["search_knowledge_base"]
+
+
 @pytest.mark.parametrize("text", ["what's pending?", "show my tasks", "what's due this week?", "anything pending in Harbor?"])
 async def test_workspace_requests_in_the_chat_never_quote_the_guide(alice, user_guide, text):
     from workspace.demo_content import seed_demo_workspace
