@@ -1,4 +1,5 @@
 import datetime as dt
+import re
 
 import pytest
 
@@ -379,3 +380,14 @@ def _year_of(month, day):
 )
 def test_parse_changes_said_the_way_people_say_them(text, expected):
     assert parse(text) == expected
+
+
+def test_every_request_the_readme_shows_is_one_the_offline_engine_acts_on():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    bullets = [b for b in readme.split("\n- ") if b.startswith(("**Ask about your workspace**", "**Change things**"))]
+    examples = [" ".join(e.split()) for b in bullets for e in re.findall(r"“([^”]+)”", b.split(". Every change")[0])]
+    assert len(examples) >= 15
+    for example in examples:
+        assert parse(example).kind not in {"help", "knowledge", "cannot", "which_task"}, example
