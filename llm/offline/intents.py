@@ -34,6 +34,8 @@ _PROJECT = re.compile(
     r"\b(?:in|for|from|under|of)\s+(?:the\s+|my\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)(?:\s+project)?\b"
 )
 _PROJECT_SUFFIX = re.compile(r"\b(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)\s+project\b")
+# "Does Atlas have open tasks?": the project as the subject of the question.
+_PROJECT_SUBJECT = re.compile(r"^(?i:does|did|has)\s+(?i:the\s+)?(?P<name>[A-Z][\w&.-]*)\s+(?i:have|has|got)\b")
 # "What's on my plate (today)?", "what should I work on (or finish) next?" ask for the tasks not done yet;
 # the plate and "next" are not words to search them for.
 _WHAT_IS_OPEN = re.compile(
@@ -864,7 +866,7 @@ def _status(lower: str) -> str:
 
 def _project_name(raw: str) -> str | None:
     raw = _A_DATE.sub("", raw)  # "due on the 5th of December" names no project "December"
-    for pattern in (_PROJECT_SUFFIX, _PROJECT):
+    for pattern in (_PROJECT_SUFFIX, _PROJECT, _PROJECT_SUBJECT):
         if match := pattern.search(raw):
             name = match.group("name").strip()
             if name.lower() not in {"i", "my", "the", *WEEKDAYS}:  # "anything for Saturday?" names a day

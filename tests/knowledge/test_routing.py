@@ -119,6 +119,7 @@ ABOUT_THE_WORKSPACE = [
     ("do I have tasks due today?", "tasks"),
     ("are my tasks done?", "tasks"),
     ("does Atlas have open tasks?", "tasks"),
+    ("does Harbor have anything overdue?", "tasks"),
     ("do my notes mention the venue?", "notes"),
     ("is the passport task done?", "tasks"),
     ("did I finish anything today?", "tasks"),

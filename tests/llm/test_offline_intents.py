@@ -376,6 +376,8 @@ def _year_of(month, day):
         ("which tasks aren't in a project?", Intent("tasks", unfiled=True)),
         ("how many tasks have no project?", Intent("count_tasks", unfiled=True)),
         ("which projects have no tasks?", Intent("projects")),
+        ("does Atlas have open tasks?", Intent("tasks", status="open", project_name="Atlas")),
+        ("does Harbor have anything overdue?", Intent("tasks", project_name="Harbor", due="overdue")),
     ],
 )
 def test_parse_changes_said_the_way_people_say_them(text, expected):
