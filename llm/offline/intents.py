@@ -395,6 +395,11 @@ _SEARCH_DOCS = re.compile(
     r"\s+(?:for|about|on)\s+(?P<question>.+?)\s*$|^find\s+out\s+(?P<question2>.+?)\s*$",
     re.IGNORECASE,
 )
+_SHOW_ONE_NOTE = re.compile(
+    r"^(?:please\s+)?(?:show|open|read|view|get|display)\s+(?:me\s+)?(?P<what>(?:the|my)\s+(?:.+?\s+)?notes?\b.*?)\s*[?.!]*$"
+    r"|^what(?:'s|\s+is)\s+in\s+(?P<what2>(?:the|my)\s+(?:.+?\s+)?notes?\b.*?)\s*[?.!]*$",
+    re.IGNORECASE,
+)
 _SHOW_ONE_TASK = re.compile(
     r"^(?:please\s+)?(?:show|find|open|view|display|get)\s+(?:me\s+)?(?:the\s+|my\s+)?(?:task|to-?do)\s+(?!(?:about|called|named|titled|matching|in|for)\b)"
     r"(?P<term>.+?)\s*[?.!]*$",
@@ -438,6 +443,8 @@ def _parse(text: str) -> Intent:
         return Intent("thanks")
     if day := _WHAT_DAY.match(raw):
         return Intent("time" if day["time"] else "today")
+    if (note := _SHOW_ONE_NOTE.match(raw)) and (title := _note_title(note["what"] or note["what2"])):
+        return Intent("notes", search=title)  # "show the note Venue ideas": that note
     if shown := _SHOW_ONE_TASK.match(raw):  # "show the task Renew passport (in Home)"
         term, where = shown["term"], _IN_PROJECT_AT_END.search(shown["term"])
         return Intent("tasks", search=(term[: where.start()] if where else term).strip(" \"'“”"), project_name=where and where["name"])
@@ -482,7 +489,12 @@ def _parse(text: str) -> Intent:
         return Intent("cannot")
 
     # "What did I write about the landlord?": what one writes down is in the notes.
-    mentions_notes = bool(re.search(r"\bnotes?\b|\b(?:write|wrote|written|jot(?:ted)?)\s+(?:down\s+)?(?:about|on|regarding)\b", lower))
+    mentions_notes = bool(
+        re.search(
+            r"\bnotes?\b|\b(?:write|wrote|written|jot(?:ted)?)\s+(?:down\s+)?(?:about|on|regarding)\b|\b(?:did|have)\s+i\s+(?:write|written|jot|jotted)\b",
+            lower,
+        )
+    )
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\bwork(ing)? on\b|\b(?:over)?due\b", lower))
     mentions_projects = bool(re.search(r"\bprojects?\b", lower))
     owns_projects = mentions_projects and bool(re.search(r"\b(?:my|i have|i've got|we have)\b", lower))
@@ -966,6 +978,14 @@ _MOVE_NOTES = re.compile(
 )
 
 
+def _note_title(what: str) -> str | None:
+    """ "the note Venue ideas", "the landlord note": the title; not "my latest notes"."""
+    if not (titled := _NOTE_TITLED.match(what) or _TITLE_THEN_NOTE.match(what)):
+        return None
+    title = titled["title"].strip(" \"'“”")
+    return None if re.fullmatch(r"(?:latest|recent|newest|last|old|older|new|all|every)(?:\s+\d+)?|\d+", title, re.IGNORECASE) else title
+
+
 def _delete_notes(raw: str) -> Intent | None:
     if match := _DELETE_NOTES.match(raw):
         return _notes_change("delete_notes", match["what"])
@@ -986,10 +1006,10 @@ def _notes_change(kind: str, what: str, *, target_project: str | None = None) ->
         return None  # "delete the task about notes" is about a task
     changed = None
     if when := _NOTES_WHEN.search(what):  # "the notes I wrote yesterday": picked by when, not a title
-        changed, named = _PAST_WINDOWS[when["when"].lower()], None
+        changed, title = _PAST_WINDOWS[when["when"].lower()], None
     else:
-        named = _NOTE_TITLED.match(what) or _TITLE_THEN_NOTE.match(what)
-    search = named["title"].strip(" \"'“”") if named else _search_term(what, project_name)
+        title = _note_title(what)
+    search = title or _search_term(what, project_name)
     if search and re.fullmatch(r"(?:all|every|everything|all of them)", search, re.IGNORECASE):
         search = None
     if search is None and not project_name and not changed and not re.search(rf"{_EVERY}|^my\s+notes$", what, re.IGNORECASE):
