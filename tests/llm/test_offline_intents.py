@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from llm.offline import intents
+from llm.offline import words
 from llm.offline.intents import Intent, parse
 
 
@@ -270,11 +270,11 @@ def test_a_move_needs_a_named_task_and_a_project(text):
 
 
 def test_a_month_and_day_is_the_nearest_such_date():
-    assert intents._due_date("due on Dec 31", today=dt.date(2027, 1, 1)) == "2026-12-31"
-    assert intents._due_date("due Jan 2nd", today=dt.date(2026, 12, 30)) == "2027-01-02"
-    assert intents._due_date("due on the 5th of December", today=dt.date(2026, 11, 28)) == "2026-12-05"
-    assert intents._due_date("due Feb 29", today=dt.date(2027, 6, 1)) == "2028-02-29"
-    assert intents._due_date("due Nov 31", today=dt.date(2026, 11, 28)) is None
+    assert words.due_date("due on Dec 31", today=dt.date(2027, 1, 1)) == "2026-12-31"
+    assert words.due_date("due Jan 2nd", today=dt.date(2026, 12, 30)) == "2027-01-02"
+    assert words.due_date("due on the 5th of December", today=dt.date(2026, 11, 28)) == "2026-12-05"
+    assert words.due_date("due Feb 29", today=dt.date(2027, 6, 1)) == "2028-02-29"
+    assert words.due_date("due Nov 31", today=dt.date(2026, 11, 28)) is None
 
 
 def _year_of(month, day):
