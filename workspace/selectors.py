@@ -146,8 +146,9 @@ def tasks_for_user(
     only tasks of it or above ("high": high and urgent). With `due`: tasks due in that window,
     soonest first; completed ones only when `status` asks for them (what is due is what is still
     to do). With `completed` (or `added`): tasks completed (added) on those days of `time_zone`'s
-    calendar. `undated`: only tasks with no due date; `unfiled`: only tasks in no project. Completed tasks alone (`completed`, or the
-    status "completed") come the most recently completed first; other listings the newest first."""
+    calendar. `undated`: only tasks with no due date; `unfiled`: only tasks in no project.
+    Completed tasks alone (`completed`, or the status "completed") come the most recently
+    completed first; other listings the newest first."""
     if sum(window is not None for window in (due, completed, added)) > 1:
         raise ValueError("a listing is by one date at most: due, completed or added")
     if undated and due is not None:

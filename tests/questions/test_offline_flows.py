@@ -494,3 +494,13 @@ async def test_a_note_moved_by_its_title_goes_to_the_project_named_on_confirm(al
     conversation, socket, _ = await chat(alice, "move the note Retro to Atlas")
     assert await last_reply(conversation.pk) == "You have no notes matching “Retro” to move to Atlas, so there is nothing to change."
     await socket.disconnect()
+
+
+async def test_a_long_title_is_proposed_whole_with_the_cards_headline_cut_to_fit(alice, fast_questions):
+    title = "Write up " + "the long list of venue options " * 9  # 287 characters once stripped: the headline around it is longer
+    conversation, socket, frames = await chat(alice, f"add a task called {title.strip()}")
+    (group,) = await rows(QuestionGroup, conversation=conversation)
+    ((op),) = group.payload["operations"]
+    assert op["title"] == title.strip()
+    assert len(group.payload["summary"]) == 300 and group.payload["summary"].endswith("…")
+    await socket.disconnect()
