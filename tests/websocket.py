@@ -65,3 +65,20 @@ async def receive_until(socket: WebsocketCommunicator, needle: str, *, timeout: 
 async def frames_of_turn(socket: WebsocketCommunicator, *, at_least_one: bool = True) -> str:
     """Everything a tab receives while the turn(s) it set off run to the end."""
     return await receive_all(socket, at_least_one=at_least_one)
+
+
+async def one_turn(user, text: str, **frame):
+    """A message sent as the composer sends it, on a fresh conversation's open socket: the
+    conversation, every frame the turn produced, and the reply it saved (None while a card waits)."""
+    from chat import services
+
+    conversation = await sync_to_async(services.start_conversation)(user=user)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=user)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="send_message", message=text, **frame))
+    frames = await frames_of_turn(socket)
+    await socket.disconnect()
+    reply = await sync_to_async(
+        lambda: services.Message.objects.filter(conversation=conversation, role="assistant").exclude(content="").order_by("id").last()
+    )()
+    return conversation, frames, reply

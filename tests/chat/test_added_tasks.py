@@ -10,11 +10,10 @@ import zoneinfo
 import pytest
 from channels.db import database_sync_to_async
 
-from chat import services, tools
-from chat.models import Message
+from chat import tools
 from questions.models import QuestionGroup
 from tests.conftest import at, query_tasks_as, zone_whose_date_is_not_utcs
-from tests.websocket import form_frame, frames_of_turn, open_socket
+from tests.websocket import one_turn
 from workspace import selectors
 from workspace import services as workspace_services
 from workspace.models import Task
@@ -71,15 +70,7 @@ async def test_the_query_tool_lists_what_was_added_today_in_the_persons_calendar
 
 
 async def chat(alice, text, zone):
-    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
-    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
-    await socket.connect()
-    await socket.send_to(text_data=form_frame(action="send_message", message=text, time_zone=zone))
-    frames = await frames_of_turn(socket)
-    await socket.disconnect()
-    reply = await database_sync_to_async(
-        lambda: Message.objects.filter(conversation=conversation, role="assistant").exclude(content="").last()
-    )()
+    conversation, frames, reply = await one_turn(alice, text, time_zone=zone)
     return conversation, frames, reply.content if reply is not None else ""  # none while a card waits
 
 

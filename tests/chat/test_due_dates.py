@@ -14,7 +14,7 @@ from django.utils import timezone
 from chat import agent, services
 from chat.models import Message
 from tests.conftest import AHEAD, query_tasks_as, zone_whose_date_is_not_utcs
-from tests.websocket import form_frame, frames_of_turn, open_socket
+from tests.websocket import one_turn
 from workspace import selectors
 from workspace import services as workspace_services
 
@@ -101,16 +101,7 @@ async def test_the_query_tool_reads_today_in_the_users_time_zone(alice):
 
 
 async def chat(alice, text, **frame):
-    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
-    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
-    await socket.connect()
-    await socket.send_to(text_data=form_frame(action="send_message", message=text, **frame))
-    frames = await frames_of_turn(socket)
-    await socket.disconnect()
-    reply = await database_sync_to_async(
-        lambda: Message.objects.filter(conversation=conversation, role="assistant").exclude(content="").last()
-    )()
-    return conversation, frames, reply
+    return await one_turn(alice, text, **frame)
 
 
 @pytest.mark.parametrize("text", ["What's due this week?", "list everything due this week"])

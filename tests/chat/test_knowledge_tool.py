@@ -1,11 +1,9 @@
 """search_knowledge_base inside a chat turn (offline engine): cited answers, or an honest no."""
 
 import pytest
-from channels.db import database_sync_to_async
 
-from chat import services
 from knowledge import services as knowledge_services
-from tests.websocket import form_frame, frames_of_turn, open_socket
+from tests.websocket import one_turn
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -18,15 +16,7 @@ def user_guide(db):
 
 
 async def ask(user, text):
-    conversation = await database_sync_to_async(services.start_conversation)(user=user)
-    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=user)
-    await socket.connect()
-    await socket.send_to(text_data=form_frame(action="send_message", message=text))
-    frames = await frames_of_turn(socket)
-    await socket.disconnect()
-    reply = await database_sync_to_async(
-        lambda: services.Message.objects.filter(conversation=conversation, role="assistant").exclude(content="").latest("id")
-    )()
+    _, frames, reply = await one_turn(user, text)
     return reply, frames
 
 

@@ -6,10 +6,8 @@ import json
 import pytest
 from channels.db import database_sync_to_async
 
-from chat import services
-from chat.models import Message
 from tests.conftest import query_tasks_as
-from tests.websocket import form_frame, frames_of_turn, open_socket
+from tests.websocket import one_turn
 from workspace import selectors
 from workspace import services as workspace_services
 
@@ -46,15 +44,7 @@ async def test_a_bad_no_project_filter_is_a_tool_error_the_model_can_correct(ali
 
 
 async def chat(user, text):
-    conversation = await database_sync_to_async(services.start_conversation)(user=user)
-    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=user)
-    await socket.connect()
-    await socket.send_to(text_data=form_frame(action="send_message", message=text))
-    frames = await frames_of_turn(socket)
-    await socket.disconnect()
-    reply = await database_sync_to_async(
-        lambda: Message.objects.filter(conversation=conversation, role="assistant").exclude(content="").last()
-    )()
+    _, frames, reply = await one_turn(user, text)
     return frames, reply.content
 
 
