@@ -17,14 +17,15 @@ from llm.offline.words import Intent
 __all__ = ["Intent", "is_knowledge_question", "parse"]
 
 _PASSWORD = re.compile(r"\bpasswords?\b", re.IGNORECASE)
-# Changes to notes and projects other than adding a note: offline, these are refused in words.
+# Changes to notes and projects that changes.py does not read (editing a note, a project's
+# description, every project at once): offline, these are refused in words.
 _OTHER_CHANGE = re.compile(
     words.POLITELY + rf"(?:(?:{words.DELETE_WORDS}|archive|unarchive|rename|edit|update|mark)\b"
     r"|(?:create|add|make|start|new)\b.*\bprojects?\b)",
     re.IGNORECASE,
 )
-# Changes to tasks other than adding, completing, moving and deleting ("rename the task…", "set buy
-# milk to high priority", "start the task…", "mark buy milk as in progress"): refused in words.
+# Changes to tasks that changes.py does not read (a description, an assignee, a change to "the
+# task" with no name): refused in words.
 _OTHER_TASK_CHANGE = re.compile(
     words.POLITELY
     + r"(?:rename|edit|update|change|set(?!\s+up\b)|start|begin|reopen|re-open|reschedule|postpone|prioriti[sz]e|deprioriti[sz]e|assign|unassign"

@@ -17,7 +17,7 @@ from llm.offline.phrasing import WEEKDAYS
 @dataclass(frozen=True)
 class Intent:
     # read: "tasks" | "count_tasks" | "notes" | "count_notes" | "projects" | "knowledge" | "help"
-    #   | "cannot" (a change to notes or projects it does not make: it says so, changes nothing)
+    #   | "cannot" (a change it does not make offline, such as editing a note: it says so, changes nothing)
     #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
