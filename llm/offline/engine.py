@@ -289,8 +289,7 @@ def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
     if intent.kind == "move_tasks":
         tasks = [t for t in tasks if (t.get("project") or {}).get("id") != target_id]
     if intent.kind == "update_tasks":
-        # "Rename buy milk": the task of that very title, when there is one, not every title containing it.
-        named = [t for t in tasks if intent.search and t["title"].casefold() == intent.search.casefold()] or tasks
+        named = _exactly_named(tasks, intent.search)
         tasks = [t for t in named if any(t.get(field) != value for field, value in changes.items())]
         if named and not tasks:
             return phrasing.already_so(changes, named)
@@ -330,8 +329,7 @@ def _notes_change(intent: Intent, steps: list[_Step], *, project_id: int | None,
     if len(steps) > 1:
         return phrasing.operations_outcome(steps[-1].result, more=steps[0].result.get("more", 0))
     notes = steps[0].result.get("notes", [])
-    # "Delete the note Venue ideas": that very note, when there is one, not every note that mentions it.
-    notes = [n for n in notes if intent.search and n["title"].casefold() == intent.search.casefold()] or notes
+    notes = _exactly_named(notes, intent.search)
     where = phrasing.scope(intent.project_name, intent.search) + phrasing.changed_words(steps[0].result)
     if intent.kind == "move_notes":
         notes = [n for n in notes if (n.get("project") or {}).get("id") != target_id]
@@ -375,6 +373,13 @@ def _create_project(intent: Intent, steps: list[_Step]) -> str | Call:
     if same := _match_project(str(intent.title), steps[0].result.get("projects", []), exact=True):
         return f"You already have a project called **{same['name']}**, so nothing was created."
     return _propose(f"Create the project “{intent.title}”", [{"op": "create_project", "name": intent.title}])
+
+
+def _exactly_named(rows: list[dict], search: str | None) -> list[dict]:
+    """ "Rename buy milk", "delete the note Venue ideas": the row of that very title when there is
+    one, not every row whose title or text contains it."""
+    exact = [r for r in rows if search and r["title"].casefold() == search.casefold()]
+    return exact or rows
 
 
 def _propose(summary: str, operations: list[dict]) -> Call:
