@@ -16,7 +16,7 @@ from typing import Annotated, Literal, TypedDict, Union
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 from django.utils import timezone
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, model_validator
 
 from project.errors import Rejected
 from project.text import excerpt
@@ -85,6 +85,15 @@ class UpdateNote(_Op):
     note_id: int
     title: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=300)] | None = None
     content: str | None = None
+    append: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] | None = Field(
+        None, description="Text added at the end of the note, after a blank line; the rest is kept. Not together with content."
+    )
+
+    @model_validator(mode="after")
+    def _content_or_append(self) -> UpdateNote:
+        if self.content is not None and self.append is not None:
+            raise ValueError("content replaces the note's text and append adds to it: use one of them")
+        return self
 
 
 class MoveNote(_Op):
@@ -258,6 +267,8 @@ def _note_changes(op: UpdateNote) -> str:
         changes.append(f"title → “{op.title}”")
     if op.content is not None:
         changes.append(f"text → “{excerpt(op.content, 80)}”" if op.content.strip() else "text → none")
+    if op.append is not None:
+        changes.append(f"add at the end “{excerpt(op.append, 80)}”")
     return ", ".join(changes) or "no changes"
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime as dt
 
 from django.db import transaction
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Case, F, TextField, Value, When
+from django.db.models.functions import Coalesce, Concat
 from django.utils import timezone
 
 from project.users import User
@@ -126,8 +126,15 @@ def create_note(*, user: User, title: str, content: str = "", project_id: int | 
     return Note.objects.create(owner=user, project=project, title=title, content=content)
 
 
-def update_note(*, user: User, note_id: int, title: str | None = None, content: str | None = None) -> None:
-    _changed(Note, user=user, pk=note_id, **{k: v for k, v in {"title": title, "content": content}.items() if v is not None})
+def update_note(*, user: User, note_id: int, title: str | None = None, content: str | None = None, append: str | None = None) -> None:
+    """`append`: text added at the end, after a blank line, in the same UPDATE (an edit made
+    since the text was read is kept)."""
+    fields: dict[str, object] = {k: v for k, v in {"title": title, "content": content}.items() if v is not None}
+    if append is not None:
+        fields["content"] = Concat(
+            "content", Case(When(content="", then=Value("")), default=Value("\n\n")), Value(append), output_field=TextField()
+        )
+    _changed(Note, user=user, pk=note_id, **fields)
 
 
 @transaction.atomic

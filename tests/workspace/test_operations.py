@@ -110,3 +110,40 @@ def test_a_change_to_a_note_or_a_project_is_shown_on_the_card_with_what_it_chang
         "Update note “Retro”: title → “Launch retro”, text → “went well mostly”"
     )
     assert line({"op": "update_note", "note_id": note.pk, "content": ""}) == "Update note “Retro”: text → none"
+
+
+def test_text_appended_to_a_note_goes_after_a_blank_line_and_keeps_an_edit_made_since_it_was_proposed(alice):
+    from workspace.models import Note
+
+    note = services.create_note(user=alice, title="Reading list", content="Dune")
+    empty = services.create_note(user=alice, title="Empty", content="")
+    proposal = [
+        {"op": "update_note", "note_id": note.pk, "append": "Hyperion"},
+        {"op": "update_note", "note_id": empty.pk, "append": "first"},
+    ]
+    assert [line["text"] for line in operations.check(user=alice, operations=operations.OPERATIONS.validate_python(proposal))] == [
+        "Update note “Reading list”: add at the end “Hyperion”",
+        "Update note “Empty”: add at the end “first”",
+    ]
+    services.update_note(user=alice, note_id=note.pk, content="Dune\nFoundation")  # edited while the card waits
+    operations.apply(user=alice, operations=proposal)
+    assert Note.objects.get(pk=note.pk).content == "Dune\nFoundation\n\nHyperion"
+    assert Note.objects.get(pk=empty.pk).content == "first"  # no blank line before the first text
+
+
+@pytest.mark.parametrize(
+    ("op", "error"),
+    [
+        ({"content": "new text", "append": "more"}, "content replaces the note's text and append adds to it: use one of them"),
+        ({"append": "   "}, "String should have at least 1 character"),
+    ],
+)
+def test_an_append_that_contradicts_itself_or_adds_nothing_is_rejected_and_writes_nothing(alice, op, error):
+    from pydantic import ValidationError
+
+    from workspace.models import Note
+
+    note = services.create_note(user=alice, title="Reading list", content="Dune")
+    with pytest.raises(ValidationError, match=error):
+        operations.apply(user=alice, operations=[{"op": "update_note", "note_id": note.pk, **op}])
+    assert Note.objects.get(pk=note.pk).content == "Dune"
