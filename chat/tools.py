@@ -49,7 +49,22 @@ class _Args(BaseModel):
 
 
 # Days up to today in the user's calendar: when tasks were completed or added.
-PastWindow = Literal["today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month"]
+PastWindow = Literal[
+    "today",
+    "yesterday",
+    "this_week",
+    "last_week",
+    "last_7_days",
+    "this_month",
+    "last_month",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+]
 
 
 class QueryTasksArgs(_Args):
@@ -96,7 +111,7 @@ class QueryTasksArgs(_Args):
     completed: PastWindow | None = Field(
         None,
         description="Only tasks completed in this window of the user's calendar (this_week: Monday to today; "
-        "last_week: Monday to Sunday; this_month: the 1st to today), most recently completed first; not together with due, due_on or added.",
+        "last_week: Monday to Sunday; this_month: the 1st to today; a weekday: the last such day, today included), most recently completed first; not together with due, due_on or added.",
     )
     added: PastWindow | None = Field(
         None,
@@ -125,7 +140,7 @@ class QueryNotesArgs(_Args):
     changed: PastWindow | None = Field(
         None,
         description="Only notes added or last edited in this window of days up to today in the user's calendar "
-        "(this_week: Monday to today; last_7_days: today and the six days before). The result says the user's date today.",
+        "(this_week: Monday to today; last_7_days: today and the six days before; a weekday: the last such day, today included). The result says the user's date today.",
     )
     limit: int = Field(50, ge=1, le=200, description="Max results (default 50, max 200). Most recently changed first.")
 

@@ -61,7 +61,7 @@ def project_for_user(*, user: User, project_id: int) -> Project:
 
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 DUE_WINDOWS = ("overdue", "today", "tomorrow", "this_week", "next_week", "weekend", "next_7_days", "this_month", "next_month", *WEEKDAYS)
-PAST_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month")
+PAST_WINDOWS = ("today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month", *WEEKDAYS)
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def _first_of_next_month(day: dt.date) -> dt.date:
 def past_window(*, name: str, today: dt.date) -> DayWindow:
     """Days up to today, when tasks were completed or added. `today` is the user's date. "this_week" is Monday to today, "last_week" the Monday to Sunday
     before it, "last_7_days" today and the six days before; "this_month" the 1st to today,
-    "last_month" the whole month before."""
+    "last_month" the whole month before; a weekday ("saturday") the last such day, today included."""
     if name == "today":
         return DayWindow(name, today, today)
     if name == "yesterday":
@@ -124,6 +124,9 @@ def past_window(*, name: str, today: dt.date) -> DayWindow:
     if name == "last_month":
         last = today.replace(day=1) - dt.timedelta(days=1)
         return DayWindow(name, last.replace(day=1), last)
+    if name in WEEKDAYS:
+        day = today - dt.timedelta(days=(today.weekday() - WEEKDAYS.index(name)) % 7)
+        return DayWindow(name, day, day)
     raise ValueError(f"unknown window of past days {name!r}; one of {', '.join(PAST_WINDOWS)}")
 
 

@@ -37,7 +37,14 @@ _CREATE_IN_PROJECT = re.compile(r"\s+(?:in|to|for|under)\s+(?:the\s+)?(?:project
 # The whole of what follows is the title ("in Paris" is part of the errand, not a project).
 _ERRAND = re.compile(
     r"^(?:please\s+)?(?:(?:remind\s+me|don'?t\s+let\s+me\s+forget)\s+to\s+(?P<todo>.+?)"
-    r"|(?:add|put)\s+(?P<item>.+?)\s+(?:on|to)\s+my\s+(?:to-?do\s+|task\s+)?list)[.!]?$",
+    r"|(?:add|put)\s+(?P<item>.+?)\s+(?:on|to)\s+my\s+(?:to-?do\s+|task\s+)?list"
+    r"|schedule\s+(?:a\s+|an\s+)?(?P<event>.+?\s+(?:for|on)\s+\S.*?))[.!]?$",
+    re.IGNORECASE,
+)
+# "Add Dune to my reading list": the end of the note of that title ("Reading list") if there is
+# one, else a new task, as on a to-do list.
+_ON_A_NAMED_LIST = re.compile(
+    r"^(?:please\s+)?(?:add|put)\s+(?P<item>.+?)\s+(?:on|to)\s+(?:my|the)\s+(?P<list>(?!to-?do\b|task\b)[\w-]+(?:\s+[\w-]+)?\s+list)[.!]?$",
     re.IGNORECASE,
 )
 # When a new task is due, said at the end of it: "remind me to call Bob tomorrow", "add a task pay
@@ -54,6 +61,27 @@ _SAID_DONE = re.compile(
     r"|(?:i'?m\s+|i\s+am\s+)?(?:all\s+)?done\s+with\s+(?!(?:all|every|everything|it|that|this|them)\b)(?P<with>.+?)"
     r"|(?!(?:what|which|how|is|are|everything|all|it|that|this)\b)(?P<is>[^?]+?)\s+(?:is|are)\s+(?:now\s+)?(?:done|finished|complete|completed))\s*[.!]*$",
     re.IGNORECASE,
+)
+# A project named as done: "Atlas", "Atlas Web", "the Atlas project", "project Atlas".
+_A_PROJECT = re.compile(
+    r"(?:the\s+)?(?:(?P<before>project)\s+)?(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)(?(before)|(?:\s+(?P<after>project))?)"
+)
+# A note's new title: "rename the note Retro to Launch retro", "rename the Retro note to …", "change
+# the title of the note Retro to …".
+_RENAME_NOTE = re.compile(
+    r"^(?:please\s+)?(?:(?:rename|retitle)\s+(?:the\s+|my\s+)?|(?:change|set)\s+the\s+(?:title|name)\s+of\s+(?:the\s+|my\s+)?)"
+    r"(?:note\s+(?P<old>.+?)|(?P<old2>.+?)\s+note)\s+(?:to|as)\s+(?:(?P<new>.+?)|“(?P<new2>.+?)”)[.!]?$",
+    re.IGNORECASE,
+)
+# Text added at the end of a note: "append to the note Reading list: Dune", "add Dune to my
+# Reading list note", "add 'call the caterer' to the note Venue ideas".
+_APPEND_TO = re.compile(
+    r"^(?:please\s+)?(?:append|add)\s+to\s+(?:the\s+|my\s+)?(?:note\s+(?P<title>[^:]+?)|(?P<title2>[^:]+?)\s+note)\s*:\s*(?P<text>.+?)\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
+_APPEND = re.compile(
+    r"^(?:please\s+)?(?:append|add)\s+(?P<text>.+?)\s+to\s+(?:the\s+|my\s+)?(?:note\s+(?P<title>.+?)|(?P<title2>.+?)\s+note)\s*[.!]?$",
+    re.IGNORECASE | re.DOTALL,
 )
 _MARK_DONE = re.compile(rf"^(?:please\s+)?mark\s+(?P<term>.+?)\s+{words.DONE}", re.IGNORECASE)
 _MOVE_NAMED = re.compile(
@@ -100,7 +128,8 @@ def _target(said: str) -> _Target | None:
     if re.search(r"\b(?:tasks?|to-?dos?)\b", said, re.IGNORECASE):
         search = words.named_task(said) or words.term_before_tasks(said)
     else:
-        search = words.FILLER.sub("", said).strip(" \"'“”") or None
+        # "Push everything due today to tomorrow": the day picks the tasks; it is no part of a title.
+        search = words.FILLER.sub("", words.DUE_WINDOW.sub("", said)).strip(" \"'“”") or None
     if search and search.lower() in {"everything", "all", "all of them", "completed", "done", "finished"}:
         search = None
     return _Target(said, search, project_name or None)
@@ -116,7 +145,20 @@ def _reopen(raw: str) -> Intent | None:
 
 
 def write_intent(raw: str) -> Intent | None:
+    intent = _write_intent(raw)
+    if intent is not None and intent.also_due:
+        return Intent("one_window")  # "delete the tasks due today or tomorrow": one change, one window
+    return intent
+
+
+def _write_intent(raw: str) -> Intent | None:
     lower = raw.lower()
+    if renamed := _RENAME_NOTE.match(raw):
+        old, new = ((renamed[k] or renamed[k + "2"]).strip(" \"'“”") for k in ("old", "new"))
+        return Intent("rename_note", search=old, new_title=new[:300]) if old and new else None
+    if appended := _APPEND_TO.match(raw) or _APPEND.match(raw):
+        title = (appended["title"] or appended["title2"] or "").strip(" \"'“”")
+        return Intent("append_note", search=title, content=appended["text"].strip(" \"'“”"))
     if reopened := _reopen(raw):
         return reopened
     if changed := _task_change(raw):
@@ -125,20 +167,29 @@ def write_intent(raw: str) -> Intent | None:
         return deleted
     if to_project := _project_change(raw):
         return to_project
-    if (
-        (said := _SAID_DONE.match(raw))
-        and (target := _target(said["what"] or said["with"] or said["is"]))
-        and target.search
-        and not target.pointer
-    ):
+    if (said := _SAID_DONE.match(raw)) and (named := _A_PROJECT.fullmatch((said["what"] or said["with"] or said["is"]).strip())):
+        # "Atlas is done", "the Atlas project is finished": a project's name; a task's if no project has it.
+        name = named["name"]
+        return Intent("finish_project", project_name=name, search=None if named["before"] or named["after"] else name)
+    if said and (target := _target(said["what"] or said["with"] or said["is"])) and target.search and not target.pointer:
         return Intent("complete_tasks", search=target.search, project_name=target.project_name)
     if match := _ERRAND.match(raw):
-        title, due = _due_at_end((match["todo"] or match["item"]).strip(" \"'“”"))
+        errand = (match["todo"] or match["item"] or match["event"]).strip(" \"'“”")
+        if match["event"]:  # "schedule a call for Friday": what is scheduled for a day is on that day
+            errand = re.sub(r"\s+for\s+(?=\S+$)", " on ", errand)
+        title, due = _due_at_end(errand)
+        if match["event"] and not due:
+            return None  # "schedule a review for the team": no day, so no errand
         return Intent("create_task", title=title[:300], **due)
+    if listed := _ON_A_NAMED_LIST.match(raw):
+        item = listed["item"].strip(" \"'“”")
+        return Intent("append_note", search=listed["list"], content=item, title=item[:300])
     if unnamed := re.fullmatch(r"(?:please\s+)?(?:create|add|make|new)\s+(?:a\s+|an\s+)?(?:new\s+)?(task|note|to-?do)\s*[.!?]*", raw, re.I):
         return Intent("name_needed", search="note" if unnamed[1].lower() == "note" else "task")
     if match := _CREATE.match(raw):
         title, project = match["title"].strip(" \"'“”"), match["project"]
+        if _CREATE_IN_PROJECT.fullmatch(f" {title}"):  # "add a task to Harbor": where, but no name
+            return Intent("name_needed", search="note" if match["kind"].lower() == "note" else "task")
         if not project and (first := _PROJECT_THEN_TITLE.match(title)):
             title, project = first["title"].strip(" \"'“”"), first["project"]
         title = _TO_DO_WHAT.sub("", title)
@@ -152,7 +203,8 @@ def write_intent(raw: str) -> Intent | None:
         if not project and due and (where := _CREATE_IN_PROJECT.search(title)):
             title, project = title[: where.start()], where["project"]  # "call the venue in Harbor by Friday"
         return Intent("create_task", title=title[:300], project_name=project, **due) if title else None
-    mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b", lower))
+    # "Delete everything due today" is about tasks too: only tasks are due.
+    mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b|\b(?:everything|all)\b(?=.*\bdue\b)", lower))
     if not mentions_tasks:
         return _mark_done(raw) or _move_named(raw)
     move = _MOVE.search(raw)
@@ -199,11 +251,11 @@ def _mark_done(raw: str) -> Intent | None:
     if not (match := _MARK_DONE.match(raw)):
         return None
     project_name = words.project_name(raw)
-    term = words.FILLER.sub("", match["term"].strip(" \"'“”"))
+    term = words.FILLER.sub("", words.DUE_WINDOW.sub("", match["term"]).strip(" \"'“”"))
     if project_name:
         term = re.sub(rf"\s*\b(?:in|from|under)\s+(?:the\s+)?(?:project\s+)?{re.escape(project_name)}(?:\s+project)?$", "", term)
     if term.lower() in {"everything", "all", "all of them", "every one", ""}:
-        return Intent("complete_tasks", project_name=project_name)
+        return Intent("complete_tasks", project_name=project_name, **words.picked_by_date(match["term"]))
     if term.lower() in words.POINTERS or words.NOTE_OR_PROJECT.search(term):
         return None  # a note or a project is not marked done
     return Intent("complete_tasks", search=term, project_name=project_name)

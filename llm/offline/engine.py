@@ -11,7 +11,7 @@ import asyncio
 import json
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import AsyncIterator
 
 from llm.budget import CallBudget
@@ -129,7 +129,8 @@ FOCUS_LIMIT = 20
 FIND_LIMIT = 10  # of each: tasks, notes
 WRITE_KINDS = {
     "delete_tasks", "complete_tasks", "reopen_tasks", "move_tasks", "update_tasks", "create_task", "create_note", "delete_notes",
-    "move_notes", "create_project", "update_project", "delete_project",
+    "move_notes", "create_project", "update_project", "delete_project", "finish_project",
+    "append_note", "rename_note",
 }  # fmt: skip
 BULK_LIMIT = 500
 NOTES_LIMIT = 200  # the most query_notes lists at once
@@ -155,6 +156,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.today_answer(steps[-1].result, with_time=intent.kind == "time")
     if intent.kind == "open_range":
         return phrasing.OPEN_RANGE
+    if intent.kind == "one_window":
+        return phrasing.ONE_WINDOW_AT_A_TIME
     if intent.kind == "no_such_date":
         return phrasing.no_such_date(intent.search or "")
     if intent.kind == "which_task":
@@ -209,13 +212,21 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.notes_answer(steps[-1].result, project_name=project_name, search=intent.search)
     if intent.kind == "count_tasks":
         if not steps:
-            return "query_tasks", _without_none({**_task_filters(intent), "project_id": project_id, "limit": 1})
-        return phrasing.count_answer(steps[-1].result, project_name=project_name)
+            return _task_queries(intent, project_id=project_id, limit=1)
+        return "\n\n".join(phrasing.count_answer(step.result, project_name=project_name) for step in steps)
     if not steps:
-        return "query_tasks", _without_none({**_task_filters(intent), "project_id": project_id, "limit": 50})
+        return _task_queries(intent, project_id=project_id, limit=50)
     if intent.kind == "cleanup":
         return phrasing.cleanup_answer(steps[-1].result, project_name=project_name)
-    return phrasing.tasks_answer(steps[-1].result, project_name=project_name, search=intent.search)
+    return "\n\n".join(phrasing.tasks_answer(step.result, project_name=project_name, search=intent.search) for step in steps)
+
+
+def _task_queries(intent: Intent, *, project_id: int | None, limit: int) -> Call | list[Call]:
+    """The listing's query; with a second due window ("due today or tomorrow"), one per window."""
+    filters = _without_none({**_task_filters(intent), "project_id": project_id, "limit": limit})
+    if not intent.also_due:
+        return "query_tasks", filters
+    return [("query_tasks", filters), ("query_tasks", {**filters, "due": intent.also_due})]
 
 
 def _find(search: str, steps: list[_Step]) -> str | list[Call]:
@@ -226,6 +237,10 @@ def _find(search: str, steps: list[_Step]) -> str | list[Call]:
 
 def _write_action(intent: Intent, steps: list[_Step]) -> str | Call:
     """Writes are proposed, never applied: the person confirms the whole list first."""
+    if intent.kind == "finish_project":
+        return _finish_project(intent, steps)
+    if intent.kind in ("append_note", "rename_note"):
+        return _note_change(intent, steps)
     project_id = target_id = None
     if intent.project_name or intent.target_project:
         if not steps:
@@ -362,6 +377,60 @@ def _project_change(intent: Intent, project: dict, steps: list[_Step]) -> str | 
     verb = "Archive" if intent.new_archived else "Unarchive"
     return _propose(
         f"{verb} the project “{project['name']}”", [{"op": "update_project", "project_id": project["id"], "archived": intent.new_archived}]
+    )
+
+
+def _finish_project(intent: Intent, steps: list[_Step]) -> str | Call:
+    """ "Atlas is done": its open tasks completed and the project archived, on one card (either
+    part can be left out there). A name that is no project's is a task's: "Groceries is done"."""
+    if not steps:
+        return "query_projects", {"include_stats": False}
+    project = _match_project(str(intent.project_name), steps[0].result.get("projects", []), exact=True)
+    if project is None:
+        if intent.search:
+            return _write_action(replace(intent, kind="complete_tasks", project_name=None), steps[1:])
+        return phrasing.project_not_found(str(intent.project_name), steps[0].result.get("projects", []))
+    steps = steps[1:]
+    if not steps:
+        return "query_tasks", {"status": "open", "project_id": project["id"], "limit": BULK_LIMIT}
+    if len(steps) > 1:
+        return phrasing.operations_outcome(steps[-1].result, more=steps[0].result.get("more", 0))
+    ops = [{"op": "complete_task", "task_id": t["id"]} for t in steps[0].result.get("tasks", [])]
+    name = project["name"]
+    completing = f"Mark the {len(ops)} open task{'s' if len(ops) != 1 else ''} in “{name}” completed"
+    if project.get("archived"):
+        return _propose(completing, ops) if ops else f"**{name}** is archived and has no open tasks, so there is nothing to change."
+    archive = {"op": "update_project", "project_id": project["id"], "archived": True}
+    if not ops:
+        return _propose(f"Archive the project “{name}” (it has no open tasks)", [archive])
+    return _propose(f"{completing} and archive the project", [*ops, archive])
+
+
+def _note_change(intent: Intent, steps: list[_Step]) -> str | Call:
+    """ "Add Dune to my Reading list note" (text at the end of it), "rename the note Retro to
+    Launch retro": a change to one note, named. "Add milk to my shopping list" with no note of
+    that title is a new task, as on a to-do list."""
+    if not steps:
+        return "query_notes", {"search_term": intent.search, "limit": NOTES_LIMIT}
+    if len(steps) > 1:
+        return phrasing.operations_outcome(steps[-1].result)
+    found = steps[0].result.get("notes", [])
+    notes = _exactly_named(found, intent.search)
+    if intent.kind == "append_note" and intent.title and notes is found:
+        return _write_action(replace(intent, kind="create_task", search=None, content=""), [])
+    if len(notes) != 1:
+        return phrasing.which_note(notes, search=intent.search or "")
+    note = notes[0]
+    if intent.kind == "rename_note":
+        if note["title"] == intent.new_title:
+            return f"The note is already called **{note['title']}**, so there is nothing to change."
+        return _propose(
+            f"Rename the note “{note['title']}” to “{intent.new_title}”",
+            [{"op": "update_note", "note_id": note["id"], "title": intent.new_title}],
+        )
+    return _propose(
+        f"Add “{intent.content}” to the end of the note “{note['title']}”",
+        [{"op": "update_note", "note_id": note["id"], "append": intent.content}],
     )
 
 

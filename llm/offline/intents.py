@@ -12,12 +12,13 @@ from dataclasses import replace
 
 from llm.offline import words
 from llm.offline.changes import write_intent
+from llm.offline.phrasing import WEEKDAYS
 from llm.offline.words import Intent
 
 __all__ = ["Intent", "is_knowledge_question", "parse"]
 
 _PASSWORD = re.compile(r"\bpasswords?\b", re.IGNORECASE)
-# Changes to notes and projects that changes.py does not read (editing a note, a project's
+# Changes to notes and projects that changes.py does not read (rewriting a note, a project's
 # description, every project at once): offline, these are refused in words.
 _OTHER_CHANGE = re.compile(
     words.POLITELY + rf"(?:(?:{words.DELETE_WORDS}|archive|unarchive|rename|edit|update|mark)\b"
@@ -44,7 +45,7 @@ _POINTED_AT_CHANGE = re.compile(
 # "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
 _WHAT_WAS_DONE = re.compile(
     r"(?:\bwhat|^(?:did|have))\s+(?:did\s+|have\s+|'ve\s+)?(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get(?:\s+\w+)?\s+done|got(?:\s+\w+)?\s+done|gotten done|done"
-    r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|(?:this|last) (?:week|month))\b))\b"
+    r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|(?:this|last) (?:week|month)|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b))\b"
     rf"(?:.*?\b(?P<when>{'|'.join(words.PAST_WINDOWS)}))?",
     re.IGNORECASE,
 )
@@ -165,8 +166,9 @@ _IS_IT_DONE = re.compile(
     r"|^(?:have|did)\s+(?:i|we)\s+(?:already\s+)?(?:finish(?:ed)?|complete(?:d)?|do(?:ne)?)\s+(?:the\s+|my\s+)?(?:task\s+)?(?P<term2>.+?)(?:\s+task)?(?:\s+yet)?\s*\??$",
     re.IGNORECASE,
 )
+# A weekday may be part of a title ("is the Friday report done?").
 _NOT_ONE_TASK = re.compile(
-    rf"^(?:it|them|that|this|those|these)$|\b(?:all|every|everything|any|anything|tasks|notes?|{'|'.join(words.PAST_WINDOWS)})\b",
+    rf"^(?:it|them|that|this|those|these)$|\b(?:all|every|everything|any|anything|tasks|notes?|{'|'.join(w for w in words.PAST_WINDOWS if w not in WEEKDAYS)})\b",
     re.IGNORECASE,
 )
 # "When is the passport due?", "when's buy milk due?": the tasks of that title, with their due dates.

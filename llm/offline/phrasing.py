@@ -30,8 +30,8 @@ CAPABILITIES = (
 PRIORITY_WORDS = {"urgent": "urgent", "high": "high-priority", "medium": "medium-or-higher-priority"}
 
 CANNOT_CHANGE = (
-    "Offline I can add, complete, reopen, start, reschedule, re-prioritise, rename, move and delete tasks, add, move "
-    "and delete notes, and create, rename, archive and delete projects, each named; other changes (editing a note, "
+    "Offline I can add, complete, reopen, start, reschedule, re-prioritise, rename, move and delete tasks, add, add to, "
+    "rename, move and delete notes, and create, rename, archive and delete projects, each named; other changes (rewriting a note, "
     "a project's description, all projects at once) I can't make, so nothing was changed. "
     "With a model connected (`LLM_BASE_URL`) the assistant can."
 )
@@ -65,6 +65,10 @@ def today_answer(result: dict, *, with_time: bool = False) -> str:
 OPEN_RANGE = (
     "Offline I can list what's due on one day or in one window — “what's due on Friday?”, “what's due next week?”, "
     "“what's due this month?”, “what's overdue?” — but not before, after or between days, so I haven't listed anything."
+)
+ONE_WINDOW_AT_A_TIME = (
+    "Offline I can change the tasks due on one day or in one window at a time — “delete the tasks due today”, then "
+    "“delete the tasks due tomorrow” — so I haven't changed anything."
 )
 
 
@@ -110,6 +114,7 @@ PAST_DAYS = {
     "last_7_days": "in the last 7 days",
     "this_month": "this month",
     "last_month": "last month",
+    **{day: f"on {day.capitalize()}" for day in WEEKDAYS},
 }
 
 
@@ -213,6 +218,14 @@ def notes_answer(result: dict, *, project_name: str | None, search: str | None) 
     where = scope(project_name, search) + changed_words(result)
     if not notes:
         return f"I found no notes{where}."
+    if search and len(named := [n for n in notes if n["title"].casefold() == search.casefold()]) == 1:
+        # "Show the note Reading list": that note, whole, not a line of it among the others.
+        note = named[0]
+        project = f" ({note['project']['name']})" if note.get("project") else ""
+        cut = "\n\n…(the rest is longer than I show here)" if note.get("content_truncated") else ""
+        others = result["total"] - 1
+        more = f"\n\n{others} other note{'s' if others != 1 else ''} also mention{'s' if others == 1 else ''} “{search}”." if others else ""
+        return f"**{note['title']}**{project}:\n\n{(note.get('content') or '').strip() or '(no text)'}{cut}{more}"
     lines = [f"I found {result['total']} note{'s' if result['total'] != 1 else ''}{where}:", ""]
     for note in notes:
         where = f" ({note['project']['name']})" if note.get("project") else ""
@@ -331,7 +344,7 @@ def scope(project_name: str | None, search: str | None) -> str:
 
 
 def _window(result: dict) -> str:
-    """ " (Mon Nov 23 – Sun Nov 29)", " (Dec 4)": the days a due-date or completion-date answer
+    """ " (Mon Nov 23 – Sun Nov 29)", ", Dec 4": the days a due-date or completion-date answer
     covers, in the person's calendar."""
     first = result.get("due_from") or result.get("completed_from") or result.get("added_from") or result.get("changed_from")
     last = result.get("due_until") or result.get("completed_until") or result.get("added_until") or result.get("changed_until")
@@ -339,7 +352,9 @@ def _window(result: dict) -> str:
         return ""
     a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
     if a == b:  # "due today" says its day already; "due on Friday" says which Friday
-        return f" ({a:%b} {a.day})" if result.get("filters", {}).get("due") in WEEKDAYS else ""
+        filters = result.get("filters", {})
+        named = (filters.get(k) for k in ("due", "completed", "added", "changed"))
+        return f", {a:%b} {a.day}" if any(day in WEEKDAYS for day in named) else ""
     return f" ({a:%a} {a:%b} {a.day} – {b:%a} {b:%b} {b.day})"
 
 
@@ -437,6 +452,17 @@ def which_of(tasks: list[dict], *, search: str) -> str:
     return (
         f"Several tasks match “{search}”, and a new title is for one of them, so nothing was changed:\n\n{names}\n\n"
         "Say the full title of the one to rename: “rename the task <its title> to …”."
+    )
+
+
+def which_note(notes: list[dict], *, search: str) -> str:
+    """A change to one note (text added, a new title): none or several match, so it says which there are."""
+    if not notes:
+        return f"I found no note called “{search}”, so nothing was changed. Say “show my notes” to see their titles."
+    names = "\n".join(f"- **{n['title']}**" for n in notes[:10])
+    return (
+        f"Several notes match “{search}”, and the change is for one of them, so nothing was changed:\n\n{names}\n\n"
+        "Say the note's full title."
     )
 
 

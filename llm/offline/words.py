@@ -17,7 +17,7 @@ from llm.offline.phrasing import WEEKDAYS
 @dataclass(frozen=True)
 class Intent:
     # read: "tasks" | "count_tasks" | "notes" | "count_notes" | "projects" | "knowledge" | "help"
-    #   | "cannot" (a change it does not make offline, such as editing a note: it says so, changes nothing)
+    #   | "cannot" (a change it does not make offline, such as rewriting a note: it says so, changes nothing)
     #   | "cleanup" (a cleanup it cannot decide on: it lists the tasks and says so)
     #   | "which_task" (a change to "it" or "this task": it asks for the task's name, changes nothing)
     #   | "project_status" (how one project stands: its counts, then what is still open in it)
@@ -26,12 +26,17 @@ class Intent:
     #   | "thanks" (a thank-you: it says you're welcome)
     #   | "today" | "time" (the person's date, which the query tool reads in their time zone; and the time there)
     #   | "open_range" (due before, after or between days: no window says which, so it says what it can list)
+    #   | "one_window" (a change to the tasks due in two windows: it says to name one at a time, changes nothing)
     #   | "overview" (how the person stands: open, overdue, due soon, recently completed)
     #   | "focus" (what to do first: the open tasks that are overdue, due today or urgent)
     #   | "find" (a word looked up in the task titles and the notes at once)
     # write (always proposed, never applied without confirmation):
     #   "delete_tasks" | "complete_tasks" | "reopen_tasks" | "move_tasks" | "update_tasks" | "create_task"
     #   | "create_note" | "delete_notes" | "move_notes" | "create_project" | "update_project" | "delete_project"
+    #   | "finish_project" (a project said to be done: its open tasks completed and the project archived)
+    #   | "append_note" (text, in `content`, added at the end of the note `search` names; with `title`, a new
+    #     task of that title when no note has exactly that name: "add milk to my shopping list")
+    #   | "rename_note" (the note `search` names gets the title `new_title`)
     #   | "name_needed" (a new task, note or project with no name, `search` says which: it asks for one)
     kind: str
     status: str = "all"
@@ -40,6 +45,7 @@ class Intent:
     target_project: str | None = None  # move_tasks: where to
     title: str | None = None  # create_*: what to call it
     due: str | None = None  # tasks/count_tasks: one of workspace.selectors.DUE_WINDOWS; create_task: the day it is due
+    also_due: str | None = None  # tasks/count_tasks: a second window ("due today or tomorrow"), listed after the first
     priority: str | None = None  # tasks/count_tasks: this priority or higher ("high", "urgent")
     due_on: str | None = None  # tasks/count_tasks and changes: due on this date (ISO), one no window names
     completed: str | None = None  # tasks: completed in this window, one of workspace.selectors.PAST_WINDOWS
@@ -54,7 +60,7 @@ class Intent:
     new_due: str | None = None  # a day the query tool dates ("tomorrow", "friday", "next_week")
     new_due_on: str | None = None  # a date (ISO)
     new_status: str | None = None  # "in_progress": the task is started
-    new_title: str | None = None  # one task only; update_project: the project's new name
+    new_title: str | None = None  # one task only; update_project: the project's new name; rename_note: the note's
     new_archived: bool | None = None  # update_project: archived, or no longer
 
 
@@ -131,6 +137,8 @@ PAST_WINDOWS = {
     "recent": "last_7_days",
     "this month": "this_month",
     "last month": "last_month",
+    # "What did I finish on Monday?": the last Monday, today included.
+    **{day: day for day in WEEKDAYS},
 }
 # "What did I add today?", "which tasks did I create this week?", "tasks I added yesterday": the
 # tasks added then (or all, newest first). Notes have no such listing.
@@ -171,6 +179,7 @@ class Dates(TypedDict, total=False):
     """The Intent fields that pick tasks by a date."""
 
     due: str
+    also_due: str
     due_on: str
     added: str
     completed: str
@@ -191,6 +200,11 @@ def by_due_date(raw: str) -> Dates:
         return {"undated": True}
     if due_on := due_date(raw):
         return {"due_on": due_on}
+    if _JUST_DUE.search(raw):
+        return {"due": "overdue", "also_due": "next_7_days"}  # "what's due?": what is late, then what comes next
+    if two := _TWO_WINDOWS.search(raw.lower()):
+        first, second = (AGENDA_DAYS.get(two[k], two[k]) for k in ("first", "second"))
+        return {"due": first, "also_due": second} if first != second else {"due": first}
     if due := _due_window(raw.lower()):
         return {"due": due}
     return {}
@@ -285,6 +299,14 @@ _AGENDA = re.compile(
     r"^(?:what|anything)\b(?:(?!\b(?:did|done|finish\w*|complet\w*|add\w*|creat\w*)\b).)*?"
     rf"\b(?:have|got|on|for|happening|planned|scheduled)\b.*?\b{_AGENDA_WHEN}\b"
 )
+# "What's due?", "anything due?": due, and no day said.
+_JUST_DUE = re.compile(
+    r"^(?:what(?:'s|\s+is|\s+are)?|anything|is\s+anything|(?:what|which|how\s+many)\s+tasks\s+are|do\s+i\s+have\s+anything)\s+due\s*[?.!]*$",
+    re.IGNORECASE,
+)
+# "Due today or tomorrow", "overdue and due today": two windows, each listed.
+_WINDOW_WORDS = r"overdue|today|tonight|tomorrow|this week|next week|this weekend|the weekend|" + "|".join(WEEKDAYS)
+_TWO_WINDOWS = re.compile(rf"\b(?P<first>{_WINDOW_WORDS})\s+(?:or|and|&)\s+(?:(?:due|on)\s+)?(?P<second>{_WINDOW_WORDS})\b")
 _TASKS_FOR = re.compile(rf"\b(?:tasks?|to-?dos?)\s+(?:for|on)\s+{_AGENDA_WHEN}\b")
 
 

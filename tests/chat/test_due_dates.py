@@ -147,10 +147,10 @@ async def test_whats_due_on_a_weekday_offline_is_the_next_such_day_in_the_person
     for title, due in [("Pay rent", in_two_days), ("Water plants", today), ("A week later", in_two_days + dt.timedelta(days=7))]:
         await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due)
     _, _, reply = await chat(alice, f"what's due on {weekday}?", time_zone=zone)
-    assert reply.content.startswith(f"Here are your tasks due on {weekday} ({in_two_days:%b} {in_two_days.day}) (1):"), reply.content
+    assert reply.content.startswith(f"Here are your tasks due on {weekday}, {in_two_days:%b} {in_two_days.day} (1):"), reply.content
     assert "Pay rent" in reply.content and "Water plants" not in reply.content and "A week later" not in reply.content
     _, _, count = await chat(alice, f"how many tasks are due {weekday.lower()}?", time_zone=zone)
-    assert count.content == f"You have **1** open task due on {weekday} ({in_two_days:%b} {in_two_days.day})."
+    assert count.content == f"You have **1** open task due on {weekday}, {in_two_days:%b} {in_two_days.day}."
 
 
 @pytest.mark.parametrize("text", ["what's due this weekend?", "what do I have this weekend?", "anything for the weekend?"])

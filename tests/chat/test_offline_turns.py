@@ -8,6 +8,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from chat import agent, services
+from llm.offline import phrasing
 from workspace import services as workspace_services
 from workspace.demo_content import seed_demo_workspace
 from workspace.models import Note, Task
@@ -300,3 +301,64 @@ async def test_a_bare_name_is_that_projects_status_or_else_a_word_looked_up_in_t
     reply, calls = await answer(demo, "Landlord")  # no project: a task title and a note say it
     assert [c["tool"] for c in calls] == ["query_projects", "query_tasks", "query_notes"]
     assert "Call landlord about the leaking faucet" in reply and "Things to raise with the landlord" in reply
+
+
+async def test_whats_due_today_or_tomorrow_lists_each_day_in_turn(alice):
+    today = timezone.localdate()
+    for title, due in [("Pay rent", today), ("Call the plumber", today + dt.timedelta(days=1)), ("Later on", today + dt.timedelta(days=2))]:
+        await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due)
+    reply, calls = await answer(alice, "what's due today or tomorrow?")
+    assert [(c["due"], c["status"]) for c in calls] == [("today", "all"), ("tomorrow", "all")]
+    today_part, tomorrow_part = reply.split("\n\nHere are your tasks due tomorrow (1):")
+    assert today_part.startswith("Here are your tasks due today (1):") and "Pay rent" in today_part
+    assert "Call the plumber" in tomorrow_part and "Pay rent" not in tomorrow_part
+    assert "Later on" not in reply
+
+
+async def test_a_change_to_the_tasks_of_two_windows_is_not_proposed(alice):
+    today = timezone.localdate()
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Pay rent", due_date=today)
+    reply, calls = await answer(alice, "delete the tasks due today or tomorrow")
+    assert reply == phrasing.ONE_WINDOW_AT_A_TIME and calls == []
+    assert await titles(alice) == ["Pay rent"]
+
+
+async def test_whats_due_with_no_day_lists_what_is_late_then_the_next_seven_days(alice):
+    today = timezone.localdate()
+    for title, due in [
+        ("Late one", today - dt.timedelta(days=2)),
+        ("This week", today + dt.timedelta(days=3)),
+        ("Far off", today + dt.timedelta(days=30)),
+    ]:
+        await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due)
+    reply, calls = await answer(alice, "what's due?")
+    assert [c["due"] for c in calls] == ["overdue", "next_7_days"]
+    late, coming = reply.split("\n\nHere are your tasks due in the next 7 days")
+    assert late.startswith("Here are your overdue tasks (1):") and "Late one" in late
+    assert "This week" in coming and "Far off" not in reply
+
+
+@pytest.mark.parametrize(
+    ("text", "picked"),
+    [
+        ("mark everything due today as done", {"tool": "query_tasks", "due": "today"}),
+        ("push everything due today to tomorrow", {"tool": "query_tasks", "status": "open", "due": "today"}),
+        ("delete everything due today", {"tool": "query_tasks", "due": "today"}),
+    ],
+)
+async def test_a_change_to_everything_due_on_a_day_picks_the_tasks_due_then_and_no_others(alice, text, picked):
+    today = timezone.localdate()
+    for title, due in [
+        ("Pay rent", today),
+        ("Everything due today", today + dt.timedelta(days=5)),
+        ("Later", today + dt.timedelta(days=5)),
+    ]:
+        await database_sync_to_async(workspace_services.create_task)(user=alice, title=title, due_date=due)
+    conversation = await turn_rows(alice, text)
+    await agent.run_pending_turns(conversation.pk)
+    rows = await database_sync_to_async(lambda: list(conversation.messages.order_by("id").values("role", "tool_calls", "content")))()
+    calls = [json.loads(c["arguments"]) | {"tool": c["name"]} for r in rows for c in r["tool_calls"]]
+    finding = next(c for c in calls if c["tool"] == "query_tasks" and c.get("due") == "today")
+    assert {k: finding[k] for k in picked} == picked and "search" not in finding
+    (proposal,) = [c for c in calls if c["tool"] == "propose_operations"]
+    assert len(proposal["operations"]) == 1  # "Pay rent" alone, not the task whose title says it

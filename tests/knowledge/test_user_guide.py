@@ -191,6 +191,7 @@ def test_the_changes_the_guide_says_pick_some_tasks_are_read_with_what_picks_the
     changes = section("chatting-with-the-assistant.md", "What you can ask")
     for example, picked in [
         ("delete the tasks due today", {"due": "today"}),
+        ("push everything due today to tomorrow", {"due": "today", "search": None, "new_due": "tomorrow"}),
         ("complete all the urgent tasks", {"priority": "urgent"}),
         ("delete the tasks I added yesterday", {"added": "yesterday"}),
         ("delete the task buy milk due Friday", {"search": "buy milk", "due": "friday"}),
@@ -198,6 +199,8 @@ def test_the_changes_the_guide_says_pick_some_tasks_are_read_with_what_picks_the
         assert f'"{example}"' in changes
         intent = parse(example)
         assert intent.kind in WRITE_KINDS and {k: getattr(intent, k) for k in picked} == picked, example
+    assert '"delete the tasks due today or tomorrow": name one day at a time' in changes
+    assert parse("delete the tasks due today or tomorrow").kind == "one_window"
 
 
 def test_the_guide_says_how_to_undo_a_completion_in_requests_that_reopen_it():

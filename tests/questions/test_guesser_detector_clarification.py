@@ -82,6 +82,9 @@ def test_templates_match_ambiguous_requests_only():
     assert clarification.analyze_with_templates("what's in progress?", projects=[]).ambiguity_type == "clear"
     safety = clarification.analyze_with_templates("delete everything", projects=[])
     assert safety.ambiguity_type == "safety" and not clarification.needs_clarification(safety, threshold=0.1)
+    for scoped in ("delete everything due today", "clear everything in Atlas", "remove everything completed this week"):
+        assert clarification.analyze_with_templates(scoped, projects=[]).ambiguity_type == "clear", scoped
+    assert clarification.analyze_with_templates("wipe my workspace", projects=[]).ambiguity_type == "safety"
 
 
 def test_enhance_with_maps_to():

@@ -504,3 +504,105 @@ async def test_a_long_title_is_proposed_whole_with_the_cards_headline_cut_to_fit
     assert op["title"] == title.strip()
     assert len(group.payload["summary"]) == 300 and group.payload["summary"].endswith("…")
     await socket.disconnect()
+
+
+async def test_a_project_said_to_be_done_has_its_open_tasks_completed_and_is_archived_on_confirm(alice, fast_questions):
+    Project = await atlas_with_work(alice)
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Atlas launch post")  # in no project
+    conversation, socket, frames = await chat(alice, "Atlas is done")
+    assert "Mark the 1 open task in “Atlas” completed and archive the project" in frames
+    assert "Mark task “Ship it” completed" in frames and "Update project “Atlas”: archived" in frames
+    assert "Atlas launch post" not in frames  # the project's tasks, not every title that says Atlas
+    assert await rows(Task, owner=alice, status="completed") == []  # nothing applied before Apply
+    await confirm(socket, conversation)
+    (project,) = await rows(Project, owner=alice)
+    assert project.archived
+    assert [t.title for t in await rows(Task, owner=alice, status="completed")] == ["Ship it"]
+    assert await last_reply(conversation.pk) == "Done — completed 1 task, updated 1 project."
+    await socket.disconnect()
+
+    conversation, socket, _ = await chat(alice, "the Atlas project is finished")
+    assert await last_reply(conversation.pk) == "**Atlas** is archived and has no open tasks, so there is nothing to change."
+    assert await rows(QuestionGroup, conversation=conversation) == []
+    await socket.disconnect()
+
+
+async def test_a_name_said_to_be_done_that_no_project_has_completes_the_task_of_that_name(alice, fast_questions):
+    await atlas_with_work(alice)
+    await database_sync_to_async(workspace_services.create_task)(user=alice, title="Groceries")
+    conversation, socket, frames = await chat(alice, "Groceries is done")
+    assert "Mark task “Groceries” completed" in frames and "Ship it" not in frames
+    await confirm(socket, conversation)
+    assert [t.title for t in await rows(Task, owner=alice, status="completed")] == ["Groceries"]
+    await socket.disconnect()
+    conversation, socket, _ = await chat(alice, "the Zeppelin project is done")
+    assert await last_reply(conversation.pk) == "I couldn't find a project called “Zeppelin”. Your projects: **Atlas**."
+    await socket.disconnect()
+
+
+async def test_text_added_to_a_note_by_its_title_is_proposed_and_appended_on_confirm(alice, fast_questions):
+    create = database_sync_to_async(workspace_services.create_note)
+    note = await create(user=alice, title="Reading list", content="Dune")
+    await create(user=alice, title="Reading list for the kids", content="Matilda")
+    await create(user=alice, title="Books", content="see my reading list")
+    conversation, socket, frames = await chat(alice, "add Hyperion to my Reading list note")
+    assert "Update note “Reading list”: add at the end “Hyperion”" in frames and "Matilda" not in frames
+    assert (await rows(Note, pk=note.pk))[0].content == "Dune"  # nothing applied before Apply
+    await confirm(socket, conversation)
+    assert (await rows(Note, pk=note.pk))[0].content == "Dune\n\nHyperion"
+    assert await last_reply(conversation.pk) == "Done — updated 1 note."
+    await socket.disconnect()
+    conversation, socket, _ = await chat(alice, "show the note Reading list")
+    assert await last_reply(conversation.pk) == "**Reading list**:\n\nDune\n\nHyperion\n\n2 other notes also mention “Reading list”."
+    await socket.disconnect()
+
+    conversation, socket, _ = await chat(alice, "append to the note Shopping: eggs")
+    assert (
+        await last_reply(conversation.pk)
+        == "I found no note called “Shopping”, so nothing was changed. Say “show my notes” to see their titles."
+    )
+    assert await rows(QuestionGroup, conversation=conversation) == []
+    await socket.disconnect()
+
+
+async def test_an_item_for_a_named_list_goes_to_the_note_of_that_title_or_else_becomes_a_task(alice, fast_questions):
+    note = await database_sync_to_async(workspace_services.create_note)(user=alice, title="Reading list", content="Dune")
+    conversation, socket, frames = await chat(alice, "add Hyperion to my reading list")
+    assert "Update note “Reading list”: add at the end “Hyperion”" in frames
+    await confirm(socket, conversation)
+    assert (await rows(Note, pk=note.pk))[0].content == "Dune\n\nHyperion"
+    await socket.disconnect()
+
+    conversation, socket, frames = await chat(alice, "add oat milk to my shopping list")  # no note of that title
+    assert "Create task “oat milk”" in frames
+    await confirm(socket, conversation)
+    assert [t.title for t in await rows(Task, owner=alice)] == ["oat milk"]
+    assert (await rows(Note, pk=note.pk))[0].content == "Dune\n\nHyperion"
+    await socket.disconnect()
+
+
+async def test_a_note_is_renamed_by_its_title_on_confirm_and_several_matches_ask_which(alice, fast_questions):
+    create = database_sync_to_async(workspace_services.create_note)
+    note = await create(user=alice, title="Retro", content="went well")
+    await create(user=alice, title="Retro notes 2025", content="older")
+    conversation, socket, frames = await chat(alice, "rename the note Retro to Launch retro")
+    assert "Update note “Retro”: title → “Launch retro”" in frames and "2025" not in frames
+    await confirm(socket, conversation)
+    assert [(n.title, n.content) for n in await rows(Note, pk=note.pk)] == [("Launch retro", "went well")]
+    await socket.disconnect()
+
+    conversation, socket, _ = await chat(alice, "rename the Retro note to Old")  # two titles say Retro, neither is it
+    reply = await last_reply(conversation.pk)
+    assert reply.startswith("Several notes match “Retro”, and the change is for one of them, so nothing was changed:")
+    assert "**Launch retro**" in reply and "**Retro notes 2025**" in reply
+    assert await rows(QuestionGroup, conversation=conversation) == []
+    await socket.disconnect()
+
+
+async def test_something_scheduled_for_a_day_is_a_task_due_that_day(alice, fast_questions):
+    conversation, socket, frames = await chat(alice, "schedule a call with Sam for tomorrow")
+    assert "Create task “call with Sam”, due " in frames
+    await confirm(socket, conversation)
+    (task,) = await rows(Task, owner=alice)
+    assert task.title == "call with Sam" and task.due_date is not None
+    await socket.disconnect()

@@ -107,6 +107,13 @@ def test_tasks_completed_in_a_window_most_recent_first_in_the_persons_time_zone(
     assert titles("last_week") == ["sunday night"]
     assert titles("yesterday") == ["tuesday"]
     assert titles("this_week", search="tues") == ["tuesday"]
+    # A weekday is the last such day, today included: Wednesday is today, Sunday the one just gone.
+    assert (titles("monday"), titles("wednesday"), titles("sunday"), titles("thursday")) == (
+        ["monday morning"],
+        ["wednesday"],
+        ["sunday night"],
+        [],
+    )
     with pytest.raises(ValueError, match="by one date at most"):
         selectors.tasks_for_user(user=alice, completed=selectors.past_window(name="today", today=monday),
                                  due=selectors.due_window(name="today", today=monday))  # fmt: skip
@@ -206,3 +213,22 @@ def test_tasks_completed_before_the_upgrade_take_their_last_change_as_their_comp
         executor.migrate(executor.loader.graph.leaf_nodes())  # back to where every other test expects it
     assert Task.objects.get(pk=done.pk).completed_at == done.updated_at
     assert Task.objects.get(pk=open_task.pk).completed_at is None
+
+
+async def test_what_did_i_do_on_a_weekday_offline_lists_what_was_completed_that_day_alone(alice):
+    from tests.websocket import one_turn
+
+    today = timezone.localdate()
+    day = today - dt.timedelta(days=3)
+    for title, when in [("Paint the fence", day), ("Wash the car", day - dt.timedelta(days=1)), ("Mow the lawn", today)]:
+        await database_sync_to_async(completed_task)(alice, title, at_noon(when))
+    weekday = f"{day:%A}"
+    _, _, reply = await one_turn(alice, f"What did I do on {weekday}?")
+    assert reply.content.startswith(f"Here are your tasks completed on {weekday}, {day:%b} {day.day} (1):")
+    assert "Paint the fence" in reply.content and "Wash the car" not in reply.content and "Mow the lawn" not in reply.content
+    _, _, reply = await one_turn(alice, f"how many tasks did I finish on {weekday.lower()}?")
+    assert reply.content == f"You have completed **1** task on {weekday}, {day:%b} {day.day}."
+
+
+def at_noon(day: dt.date) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time(12), tzinfo=timezone.get_current_timezone())
