@@ -69,8 +69,8 @@ _A_PROJECT = re.compile(
 # A note's new title: "rename the note Retro to Launch retro", "rename the Retro note to …", "change
 # the title of the note Retro to …".
 _RENAME_NOTE = re.compile(
-    r"^(?:please\s+)?(?:(?:rename|retitle)\s+(?:the\s+|my\s+)?|(?:change|set)\s+the\s+(?:title|name)\s+of\s+(?:the\s+|my\s+)?)"
-    r"(?:note\s+(?P<old>.+?)|(?P<old2>.+?)\s+note)\s+(?:to|as)\s+(?:(?P<new>.+?)|“(?P<new2>.+?)”)[.!]?$",
+    words.POLITELY + r"(?:(?:rename|retitle)\s+(?:the\s+|my\s+)?|(?:change|set)\s+the\s+(?:title|name)\s+of\s+(?:the\s+|my\s+)?)"
+    r"(?:note\s+(?P<old>.+?)|(?P<old2>.+?)\s+note)\s+(?:to|as)\s+(?:(?P<new>.+?)|“(?P<new2>.+?)”)[.!?]?$",
     re.IGNORECASE,
 )
 # Text added at the end of a note: "append to the note Reading list: Dune", "add Dune to my

@@ -25,6 +25,11 @@ _OTHER_CHANGE = re.compile(
     r"|(?:create|add|make|start|new)\b.*\bprojects?\b)",
     re.IGNORECASE,
 )
+_NOTE_TEXT_CHANGE = re.compile(
+    words.POLITELY
+    + r"(?:rewrite|replace|clear|change|empty|edit|update|set)\s+(?:the\s+)?(?:text|content|contents|body)\s+(?:of|in)\s+(?:the\s+|my\s+)?\S",
+    re.IGNORECASE,
+)
 # Changes to tasks that changes.py does not read (a description, an assignee, a change to "the
 # task" with no name): refused in words.
 _OTHER_TASK_CHANGE = re.compile(
@@ -273,6 +278,8 @@ def _parse(text: str) -> Intent:
         return Intent("tasks", status="completed", project_name=words.project_name(raw), completed=words.PAST_WINDOWS.get(when))
     if pointed := _POINTED_AT_CHANGE.match(raw):
         return Intent("which_task", search=pointed["what"])
+    if _NOTE_TEXT_CHANGE.match(raw):
+        return Intent("cannot")  # "clear the text of the note Retro": a note's text is rewritten by a model only
     if write := write_intent(raw):
         return write
     if (when := _WHEN_DUE.match(raw)) and when["term"].lower() not in words.POINTERS | words.GENERIC_TERMS:

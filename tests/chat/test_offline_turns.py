@@ -171,7 +171,7 @@ async def test_anything_else_gets_an_honest_capability_answer(demo):
 
 @pytest.mark.parametrize(
     "text",
-    ["edit the note Retro", "update the description of the Atlas project", "delete all my projects", "rename the note Retro to Launch"],
+    ["edit the note Retro", "update the description of the Atlas project", "delete all my projects", "clear the text of the note Retro"],
 )
 async def test_a_change_to_notes_or_projects_is_refused_in_words_and_writes_nothing(demo, text):
     from workspace.models import Note, Project
