@@ -331,3 +331,43 @@ async def test_another_accounts_workspace_is_invisible_to_the_assistant_as_the_g
         assert json.loads(outcome.content)[key] == [], name
     outcome = await tool_as(alice, "query_tasks", {"project_id": project.pk})  # as if it did not exist
     assert "error" in json.loads(outcome.content)
+
+
+# ---------------------------------------------------------------------------- projects, tasks and notes
+
+
+def test_the_statuses_priorities_and_defaults_the_guide_names_are_a_tasks():
+    from workspace.models import Task
+
+    page = section("projects-tasks-and-notes.md", "What does a task have?")
+    statuses = ", ".join(label.lower() for label in Task.Status.labels[:-1]) + f" or {Task.Status.labels[-1].lower()}"
+    priorities = ", ".join(label.lower() for label in Task.Priority.labels[:-1]) + f" or {Task.Priority.labels[-1].lower()}"
+    assert f"a status — {statuses} —" in page and f"a priority — {priorities};" in page
+    defaults = {f.name: f.default for f in Task._meta.get_fields() if hasattr(f, "default")}
+    assert f"a new task is {Task.Status(defaults['status']).label.lower()}, at {defaults['priority']} priority" in page
+    assert {"due_date", "project", "description", "completed_at"} <= {f.name for f in Task._meta.get_fields()}
+    assert f"A task has a status ({statuses})" in section("projects-tasks-and-notes.md", "What is the difference between a task and a note?")
+
+
+def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_says():
+    text = PAGES["projects-tasks-and-notes.md"]
+    quoted = dict.fromkeys(re.findall(r'"([^"]+)"', text))
+    expected = {
+        "add a task to buy milk": "create_task",
+        "remind me to call Bob tomorrow": "create_task",
+        "add a task called Book the venue in Harbor": "create_task",
+        "add a note called Venue ideas: the old mill, the boathouse": "create_note",
+        "add Dune to my Reading list note": "append_note",
+        "unarchive Atlas": "update_project",
+        "Atlas is done": "finish_project",
+        "list my archived projects": "projects",
+        "which tasks aren't in a project?": "tasks",
+        "what did I note about the launch?": "notes",
+        "what did I finish this week?": "tasks",
+        "how is the Atlas project going?": "project_status",
+    }
+    assert set(expected) <= set(quoted)
+    for example, kind in expected.items():
+        assert parse(example).kind == kind, example
+    assert parse("add a task called Book the venue in Harbor").project_name == "Harbor"
+    assert parse("remind me to call Bob tomorrow").due == "tomorrow"
