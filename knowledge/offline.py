@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from knowledge.citations import MARKER
-from knowledge.ranking import QuestionShape, query_terms
+from knowledge.ranking import QUESTION_FRAME, QuestionShape, query_terms
 from knowledge.schemas import DraftAnswer, GateDecision, VerificationDecision
 from knowledge.text import Unit, name_parts, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
 
@@ -305,7 +305,8 @@ def answer(
                 continue  # no piece of it can cover enough of the question, even with another source
             # A heading the question restates ("Does Black have an API?") names what the section
             # answers: the share of the heading's words the question has, times their weight.
-            heading_terms = frozenset(terms(section.heading))
+            # The words that frame a question ("difference", "example") count on neither side.
+            heading_terms = frozenset(terms(section.heading)) - QUESTION_FRAME
             fit = len(heading_terms & wanted_set) / len(heading_terms) if heading_terms else 0.0
             heading_match = fit * mass(heading_terms & wanted_set) / total
             for index, piece in enumerate(section.pieces):

@@ -48,6 +48,9 @@ def stem(word: str) -> str:
 
 # Stop words as they look once stemmed: "uses" stems to "use", which is as empty as "use".
 _STEMMED_STOPWORDS = frozenset(stem(w) for w in STOPWORDS)
+_STOPWORD_FORMS = frozenset(w + ending for w in STOPWORDS for ending in ("s", "d", "ed", "ing", "ly")) | frozenset(
+    w[:-1] + ending for w in STOPWORDS if w.endswith("e") for ending in ("ed", "ing")
+)
 
 
 def words(text: str) -> list[str]:
@@ -68,7 +71,11 @@ def _token_terms(token: str) -> tuple[str, ...]:
             continue
         stemmed = stem(part)
         if stemmed in _STEMMED_STOPWORDS:
-            continue
+            if part in _STOPWORD_FORMS:
+                continue  # "uses", "wanted": a stop word's own forms are as empty as it is
+            # "notes", "themes", "duration" only look like a stop word once cut ("not", "them",
+            # "dur"): the word is kept, a plural as its singular.
+            stemmed = part[:-1] if part.endswith("s") and not part.endswith("ss") else part
         out.append(stemmed)
     return tuple(out)
 

@@ -157,6 +157,14 @@ def test_terms_are_stemmed_symmetrically():
     assert terms("Connecting your own models") == terms("connect a model") == ["connect", "model"]
 
 
+def test_a_word_that_only_looks_like_a_stop_word_once_cut_is_kept():
+    # "note" cut to "not", "theme" to "them": the word stays, and finds its plural and itself.
+    assert terms("my notes") == terms("a note") == ["note"]
+    assert terms("dark themes") == terms("a dark theme") == ["dark", "theme"]
+    assert terms("duration") == ["duration"]
+    assert terms("it uses what he wanted") == []  # a stop word's own forms stay out
+
+
 def test_html_becomes_markdownish_text_without_scripts_or_navigation():
     title, text = html_to_text(
         "<html><head><title> Proxy  guide </title><script>alert(1)</script></head><body><nav>Home | Docs</nav>"

@@ -346,7 +346,9 @@ def test_the_statuses_priorities_and_defaults_the_guide_names_are_a_tasks():
     defaults = {f.name: f.default for f in Task._meta.get_fields() if hasattr(f, "default")}
     assert f"a new task is {Task.Status(defaults['status']).label.lower()}, at {defaults['priority']} priority" in page
     assert {"due_date", "project", "description", "completed_at"} <= {f.name for f in Task._meta.get_fields()}
-    assert f"A task has a status ({statuses})" in section("projects-tasks-and-notes.md", "What is the difference between a task and a note?")
+    assert f"A task has a status ({statuses})" in section(
+        "projects-tasks-and-notes.md", "What is the difference between a task and a note?"
+    )
 
 
 def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_says():

@@ -60,6 +60,12 @@ GUIDE = "docs/user-guide/"
         ("Where are my notes stored?", "your-data.md", ["Postgres", ".data/postgres"], ["deadline"]),
         ("Can other users see my tasks?", "your-data.md", ["Only you", "no way to share"], []),
         ("How many tasks can I have?", "your-data.md", ["no limit on how many"], ["what's on my plate"]),
+        (
+            "What's the difference between a task and a note?",
+            "projects-tasks-and-notes.md",
+            ["A task is something to do and a note is something to keep"],
+            ["What does a task have?"],
+        ),
     ],
     ids=[
         "several-at-once",
@@ -72,6 +78,7 @@ GUIDE = "docs/user-guide/"
         "stored",
         "who-sees",
         "limits",
+        "task-or-note",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
