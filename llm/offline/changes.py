@@ -84,6 +84,7 @@ _APPEND = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _MARK_DONE = re.compile(rf"^(?:please\s+)?mark\s+(?P<term>.+?)\s+{words.DONE}", re.IGNORECASE)
+_DELETE_NAMED = re.compile(rf"{words.POLITELY}(?:delete|remove)\s+(?P<term>[^?]+?)[.!]?$", re.IGNORECASE)
 _MOVE_NAMED = re.compile(
     r"^(?i:please\s+)?(?i:move)\s+(?P<term>.+?)\s+(?i:to\s+(?:the\s+)?(?:project\s+)?)(?P<target>[A-Z][\w&.-]*)(?i:\s+project)?[.!]?$"
 )
@@ -123,6 +124,8 @@ def _target(said: str) -> _Target | None:
     project_name = (where := words.IN_PROJECT_AT_END.search(said)) and where["name"]
     if where:
         said = said[: where.start()]
+    elif adjective := words.PROJECT_ADJECTIVE.search(said):  # "all Harbor tasks": the project's
+        project_name = adjective["name"]
     if words.NOTE_OR_PROJECT.search(said):
         return None
     if re.search(r"\b(?:tasks?|to-?dos?)\b", said, re.IGNORECASE):
@@ -206,7 +209,7 @@ def _write_intent(raw: str) -> Intent | None:
     # "Delete everything due today" is about tasks too: only tasks are due.
     mentions_tasks = bool(re.search(r"\btasks?\b|\bto-?dos?\b|\b(?:everything|all)\b(?=.*\bdue\b)", lower))
     if not mentions_tasks:
-        return _mark_done(raw) or _move_named(raw)
+        return _mark_done(raw) or _move_named(raw) or _delete_named(raw)
     move = _MOVE.search(raw)
     project_name = None if move else words.project_name(raw)
     if move:
@@ -259,6 +262,21 @@ def _mark_done(raw: str) -> Intent | None:
     if term.lower() in words.POINTERS or words.NOTE_OR_PROJECT.search(term):
         return None  # a note or a project is not marked done
     return Intent("complete_tasks", search=term, project_name=project_name)
+
+
+def _delete_named(raw: str) -> Intent | None:
+    """ "Delete buy milk": one task named without the word "task". Not "delete it" (only a model
+    could read "it"), nor everything, nor a note, a project or a part of Clarion itself."""
+    if not (match := _DELETE_NAMED.match(raw)):
+        return None
+    if named := _A_PROJECT.fullmatch(match["term"].strip()):  # "delete Atlas": named as projects are
+        return Intent("delete_project", project_name=named["name"])
+    if re.search(r"\b(?:conversations?|chats?|messages?|accounts?|passwords?|sources?|data)\b", match["term"], re.IGNORECASE):
+        return None
+    target = _target(match["term"])
+    if target is None or target.pointer or not target.search or target.search.lower() in {"everything", "all", "all of them"}:
+        return None
+    return Intent("delete_tasks", search=target.search, project_name=target.project_name)
 
 
 def _move_named(raw: str) -> Intent | None:

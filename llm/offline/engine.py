@@ -16,7 +16,7 @@ from typing import AsyncIterator
 
 from llm.budget import CallBudget
 from llm.errors import LLMError
-from llm.offline import phrasing
+from llm.offline import phrasing, words
 from llm.offline.intents import Intent, parse
 from llm.types import ChatMessage, Completion, StreamDone, T, TextDelta, ToolCall, ToolSpec, Usage
 
@@ -127,6 +127,7 @@ FOCUS_QUERIES = (
 )
 FOCUS_LIMIT = 20
 FIND_LIMIT = 10  # of each: tasks, notes
+NOTES_FALLBACK_LIMIT = 5  # notes shown when the knowledge base has no answer
 WRITE_KINDS = {
     "delete_tasks", "complete_tasks", "reopen_tasks", "move_tasks", "update_tasks", "create_task", "create_note", "delete_notes",
     "move_notes", "create_project", "update_project", "delete_project", "finish_project",
@@ -165,7 +166,13 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
     if intent.kind == "knowledge":
         if not steps:
             return "search_knowledge_base", {"question": intent.search}
-        return phrasing.knowledge_answer(steps[-1].result)
+        answered = steps[0].result.get("should_reply")
+        # What the documentation does not say may be in the person's notes ("what's the wifi password?").
+        if not answered and len(steps) == 1 and (wanted := words.key_words(intent.search or "")):
+            return "query_notes", {"search_term": wanted, "limit": NOTES_FALLBACK_LIMIT}
+        if not answered and len(steps) == 2 and steps[1].result.get("notes"):
+            return phrasing.notes_instead(steps[1].result, search=steps[1].result.get("filters", {}).get("search_term") or "")
+        return phrasing.knowledge_answer(steps[0].result)
     if intent.kind == "overview":
         if not steps:
             return [("query_tasks", {**filters, "limit": limit}) for filters, limit in OVERVIEW_QUERIES]

@@ -148,7 +148,7 @@ _OVERVIEW = re.compile(
     r"^(?:(?:please|so|ok|okay),?\s+)?(?:(?:can|could|would)\s+you\s+)?(?:"
     r"how\s+am\s+i\s+doing(?:\s+(?:this\s+week|today|with\s+my\s+(?:tasks|work|to-?dos)))?"
     r"|how(?:'s|\s+is)\s+my\s+(?:week|day|workload)(?:\s+(?:looking|going))?"
-    r"|what\s+does\s+my\s+(?:week|day)\s+look\s+like|where\s+do\s+i\s+stand|catch\s+me\s+up"
+    r"|what\s+does\s+my\s+(?:week|day)\s+look\s+like|where\s+do\s+i\s+stand|catch\s+me\s+up|show\s+me\s+my\s+(?:week|day)"
     r"|(?:give\s+me\s+)?(?:an?\s+|my\s+)?(?:weekly\s+|daily\s+)?(?:overview|summary|recap|rundown|status\s+(?:report|update))"
     r"(?:\s+(?:of|on|for)\s+(?:my\s+)?(?:week|day|tasks|work|workload|progress|everything|today|this\s+week))?"
     r"|summari[sz]e\s+(?:my\s+)?(?:week|day|tasks|work|workload|progress|everything)|(?:help\s+me\s+)?plan\s+(?:my|the)\s+week"
@@ -216,7 +216,7 @@ _SHOW_ONE_TASK = re.compile(
 # Clarion's pages, not to the workspace; the guide says how.
 _CHANGE_TO_THE_APP = re.compile(
     rf"(?P<polite>{words.POLITELY})(?:rename|delete|remove|change|set|switch|turn|make|pin|unpin|export|start|open)\b.*"
-    r"\b(?:conversations?|chats?|threads?|theme|dark\s+mode|light\s+mode|fonts?|passwords?)\b",
+    r"\b(?:conversations?|chats?|threads?|theme|dark\s+mode|light\s+mode|fonts?|passwords?|accounts?)\b",
     re.IGNORECASE,
 )
 # "Which tasks aren't in a project?", "tasks with no project", "unfiled tasks".
@@ -228,10 +228,50 @@ _UNFILED = re.compile(
 
 
 def parse(text: str) -> Intent:
+    if said := _SAID_IN_PASSING.match(text.strip()):
+        return _said_in_passing(said)
     intent = _parse(text)
     if intent.kind in ("tasks", "count_tasks") and _UNFILED.search(text):
         return replace(intent, unfiled=True, project_name=None)
     return intent
+
+
+# Things said the way one tells a person: "I need to buy milk", "todo: call the bank", "note: the
+# wifi password is on the fridge", "remember that the wifi password is on the fridge", "undo that".
+_SAID_IN_PASSING = re.compile(
+    r"^(?:i\s+(?:really\s+)?(?:need|have|must|want)\s+to|i(?:'ve|\s+have)?\s+got\s+to|i\s+should)\s+(?P<need>[^?]+?)[.!]*$"
+    r"|^(?:to-?do|task)\s*:\s*(?P<todo>.+)$"
+    r"|^(?:note|memo)\s*:\s*(?P<note>.+)$"
+    r"|^(?:please\s+)?(?:remember|make\s+a\s+note|note\s+down|jot\s+down)\s+(?:that\s+)?(?P<remember>[^?]+)$"
+    r"|^(?P<undo>(?:please\s+|(?:can|could)\s+you\s+)?undo(?:\s+(?:it|that|this|the\s+last\s+change|my\s+last\s+change))?\s*[?.!]*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+NOTE_TITLE_CHARS = 80
+_KNOW_HOW = re.compile(
+    r"^(?:know|learn|understand|find\s+out|figure\s+out|work\s+out)\s+(?P<question>(?:how|what|where|when|why|which|if|whether)\b.+)$",
+    re.IGNORECASE,
+)
+
+
+def _said_in_passing(said: re.Match[str]) -> Intent:
+    if said["undo"]:
+        return Intent("knowledge", search="Can I undo a change?")
+    if text := said["note"] or said["remember"]:
+        text = text.strip()
+        title = text if len(text) <= NOTE_TITLE_CHARS else text[:NOTE_TITLE_CHARS].rsplit(" ", 1)[0] + "…"
+        return Intent("create_note", title=title, content=text if title != text else "")
+    if todo := said["todo"]:
+        return write_intent(f"remind me to {todo.strip()}") or Intent("help")
+    need = said["need"].strip()
+    if asked := _KNOW_HOW.match(need):  # "I need to know how to connect a model"
+        return Intent("knowledge", search=f"{asked['question'].rstrip('.!')}?")
+    if _PRODUCT.search(need) or re.search(r"\b(?:export|my data|account|model|conversations?|chats?)\b", need, re.IGNORECASE):
+        return Intent("knowledge", search=f"How do I {need}?")  # "I need to export my data": done in Clarion's pages
+    # "I need to delete the note Retro", "I have to see my tasks": what follows is the request.
+    inner = _parse(need)
+    if inner.kind != "help":
+        return inner
+    return write_intent(f"remind me to {need}") or Intent("help")
 
 
 def _parse(text: str) -> Intent:
@@ -248,6 +288,12 @@ def _parse(text: str) -> Intent:
         return Intent("thanks")
     if day := _WHAT_DAY.match(raw):
         return Intent("time" if day["time"] else "today")
+    if (
+        (note := _SHOW_ONE_NOTE.match(raw))
+        and (of := words.PROJECT_ADJECTIVE.fullmatch(note["what"] or note["what2"]))
+        and of[0].endswith("notes")
+    ):
+        return Intent("notes", project_name=of["name"])  # "show my Harbor notes": that project's; "the Reading List note" is one note
     if (note := _SHOW_ONE_NOTE.match(raw)) and (title := words.note_title(note["what"] or note["what2"])):
         return Intent("notes", search=title)  # "show the note Venue ideas": that note
     if shown := _SHOW_ONE_TASK.match(raw):  # "show the task Renew passport (in Home)"
@@ -327,10 +373,14 @@ def _parse(text: str) -> Intent:
     if due := words.by_due_date(raw):
         # "What's due this week?", "what's due on Dec 5?", "anything overdue in Atlas?", "tasks with no due date"
         return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, priority=priority, **due)
-    if counting and (finished := _DID_FINISH.search(raw)):
-        # "How many tasks did I finish this week?": those completed then (or ever).
+    finished = _DID_FINISH.search(raw) or words.COMPLETED_IN.search(raw)
+    if finished and (counting or finished["when"]):
+        # "How many tasks did I finish this week?", "which tasks did I finish yesterday in Harbor?",
+        # "completed tasks from last week": those completed then (or ever).
         when = words.PAST_WINDOWS.get((finished["when"] or "").lower())
-        return Intent("count_tasks", status="completed", project_name=project_name, priority=priority, completed=when)
+        return Intent(
+            "count_tasks" if counting else "tasks", status="completed", project_name=project_name, priority=priority, completed=when
+        )
     if counting and (mentions_tasks or status != "all"):
         return Intent("count_tasks", status=status, project_name=project_name, priority=priority)
     if priority:

@@ -486,6 +486,11 @@ def operations_outcome(result: dict, *, more: int = 0) -> str:
     return "Cancelled — nothing was changed."
 
 
+def notes_instead(result: dict, *, search: str) -> str:
+    """The knowledge base had no answer, and the person's notes have the words asked about."""
+    return notes_answer(result, project_name=None, search=search) + "\n\nThe knowledge base doesn't cover that; these are from your notes."
+
+
 def knowledge_answer(result: dict) -> str:
     if result.get("should_reply"):
         return result["answer"]

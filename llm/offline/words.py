@@ -85,6 +85,10 @@ _PROJECT = re.compile(
     r"\b(?:in|for|from|under|of)\s+(?:the\s+|my\s+)?(?:project\s+)?(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)(?:\s+project)?\b"
 )
 _PROJECT_SUFFIX = re.compile(r"\b(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)\s+project\b")
+# "Show all Harbor tasks", "complete the Atlas to-dos": a capitalised name before the tasks is a project's.
+PROJECT_ADJECTIVE = re.compile(
+    r"\b(?i:the|my|all|all\s+the|all\s+my|these|those)\s+(?P<name>[A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)?)\s+(?i:tasks?|to-?dos?|notes?)\b"
+)
 # "Does Atlas have open tasks?": the project as the subject of the question.
 _PROJECT_SUBJECT = re.compile(r"^(?i:does|did|has)\s+(?i:the\s+)?(?P<name>[A-Z][\w&.-]*)\s+(?i:have|has|got)\b")
 # "What's on my plate (today)?", "what should I work on (or finish) next?" ask for the tasks not done yet;
@@ -191,7 +195,7 @@ UNDATED = re.compile(
     r"\b(?:without|with\s+no|have\s+no|has\s+no|having\s+no|missing|lacking|no)\s+(?:a\s+|any\s+)?(?:due(?:\s+date)?|deadlines?)\b|\bundated\b",
     re.IGNORECASE,
 )
-_COMPLETED_IN = re.compile(rf"\b(?:completed|finished|done|closed)\b.*?\b(?P<when>{'|'.join(PAST_WINDOWS)})\b", re.IGNORECASE)
+COMPLETED_IN = re.compile(rf"\b(?:completed|finished|done|closed)\b.*?\b(?P<when>{'|'.join(PAST_WINDOWS)})\b", re.IGNORECASE)
 
 
 def by_due_date(raw: str) -> Dates:
@@ -217,7 +221,7 @@ def picked_by_date(raw: str) -> Dates:
         return due
     if (added := WHAT_WAS_ADDED.search(raw)) and added["when"]:
         return {"added": PAST_WINDOWS[added["when"].lower()]}
-    if done := _COMPLETED_IN.search(raw):
+    if done := COMPLETED_IN.search(raw):
         return {"completed": PAST_WINDOWS[done["when"].lower()]}
     return {}
 
@@ -312,6 +316,8 @@ _TASKS_FOR = re.compile(rf"\b(?:tasks?|to-?dos?)\s+(?:for|on)\s+{_AGENDA_WHEN}\b
 
 def term_before_tasks(text: str) -> str | None:
     if match := _ADJECTIVE_TERM.search(text):
+        if PROJECT_ADJECTIVE.search(text):
+            return None  # "the Harbor tasks": a project's, not a title's word
         term = match["term"].strip().lower()
         words = [w for w in term.split() if w not in _NOT_TERMS]
         if (
@@ -347,7 +353,7 @@ def status(lower: str) -> str:
 
 def project_name(raw: str) -> str | None:
     raw = A_DATE.sub("", raw)  # "due on the 5th of December" names no project "December"
-    for pattern in (_PROJECT_SUFFIX, _PROJECT, _PROJECT_SUBJECT):
+    for pattern in (_PROJECT_SUFFIX, _PROJECT, _PROJECT_SUBJECT, PROJECT_ADJECTIVE):
         if match := pattern.search(raw):
             name = match.group("name").strip()
             if name.lower() not in {"i", "my", "the", *WEEKDAYS}:  # "anything for Saturday?" names a day
@@ -380,3 +386,23 @@ def note_title(what: str) -> str | None:
         return None
     title = titled["title"].strip(" \"'“”")
     return None if re.fullmatch(r"(?:latest|recent|newest|last|old|older|new|all|every)(?:\s+\d+)?|\d+", title, re.IGNORECASE) else title
+
+
+# Words of a question that name nothing: what is left names what to look for in the notes when the
+# knowledge base has no answer ("where did I put the wifi password?": wifi password).
+_NAMING_NOTHING = frozenset(
+    """a an the my our your his her their its this that these those it i we you me us is are was were be been am do does did
+    done have has had can could would should will shall may might must what whats where when which who whom whose why how
+    put keep kept store stored save saved write wrote written find found look get got know tell show give any some
+    there here of in on at to for from with about into by and or not no again please remind remember thing things stuff
+    leave left place placed set need want use used""".split()
+)
+
+
+def key_words(question: str, *, most: int = 4) -> str | None:
+    found = [
+        w
+        for w in re.findall(r"[a-z0-9][a-z0-9'-]*", question.lower().replace("’", "'"))
+        if len(w) > 2 and w.replace("'", "") not in _NAMING_NOTHING
+    ]
+    return " ".join(dict.fromkeys(found[:most])) or None

@@ -362,3 +362,18 @@ async def test_a_change_to_everything_due_on_a_day_picks_the_tasks_due_then_and_
     assert {k: finding[k] for k in picked} == picked and "search" not in finding
     (proposal,) = [c for c in calls if c["tool"] == "propose_operations"]
     assert len(proposal["operations"]) == 1  # "Pay rent" alone, not the task whose title says it
+
+
+async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_persons_notes(alice, bob):
+    create = database_sync_to_async(workspace_services.create_note)
+    await create(user=alice, title="Home", content="The wifi password is on the fridge.")
+    await create(user=bob, title="Office", content="The wifi password is taped under the desk.")
+    reply, calls = await answer(alice, "where did I put the wifi password?")
+    assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
+    assert calls[1]["search_term"] == "wifi password"
+    assert reply.startswith("I found 1 note matching “wifi password”:") and "on the fridge" in reply and "desk" not in reply
+    assert reply.endswith("The knowledge base doesn't cover that; these are from your notes.")
+
+    reply, calls = await answer(alice, "Can I export a conversation to PDF?")  # in neither
+    assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
+    assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")

@@ -373,3 +373,10 @@ def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_say
         assert parse(example).kind == kind, example
     assert parse("add a task called Book the venue in Harbor").project_name == "Harbor"
     assert parse("remind me to call Bob tomorrow").due == "tomorrow"
+
+
+def test_the_guide_says_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_notes():
+    # The lookup itself: tests/chat/test_offline_turns.py, a question the knowledge base cannot answer.
+    notes = section("chatting-with-the-assistant.md", "What you can ask")
+    assert "A question that only your notes can answer, which the knowledge base has no answer to, is looked up in your notes too" in notes
+    assert parse("what's the wifi password?").kind == "knowledge"

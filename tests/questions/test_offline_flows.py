@@ -606,3 +606,14 @@ async def test_something_scheduled_for_a_day_is_a_task_due_that_day(alice, fast_
     (task,) = await rows(Task, owner=alice)
     assert task.title == "call with Sam" and task.due_date is not None
     await socket.disconnect()
+
+
+async def test_something_to_remember_becomes_a_note_its_start_the_title_and_the_whole_its_text(alice, fast_questions):
+    said = "the spare key is with Maria from number 12, and she is away in the first week of December so ask Tom instead"
+    conversation, socket, frames = await chat(alice, f"remember that {said}")
+    assert "Create note “the spare key is with Maria from number 12, and she is away in the first week…”" in frames
+    await confirm(socket, conversation)
+    (note,) = await rows(Note, owner=alice)
+    assert note.title == "the spare key is with Maria from number 12, and she is away in the first week…"
+    assert note.content == said and len(note.title) <= 81
+    await socket.disconnect()
