@@ -151,6 +151,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.name_needed(intent.search or "task")
     if intent.kind == "thanks":
         return phrasing.THANKS
+    if intent.kind == "misread":
+        return phrasing.MISREAD
     if intent.kind in ("today", "time"):
         if not steps:
             return "query_tasks", {"due": "today", "limit": 1}  # its result says the person's date and zone

@@ -184,6 +184,12 @@ _THANKS = re.compile(
     r"^(?:thanks?(?:\s+you)?|thx|ty|cheers|great|perfect|awesome|nice|cool|ok(?:ay)?|got it)(?:[,!.\s]+(?:so much|a lot|again|mate))?[!. ]*$",
     re.IGNORECASE,
 )
+# "That's wrong", "not what I asked": the last reply misread the request.
+_MISREAD = re.compile(
+    r"^(?:no,?\s+)?(?:that'?s|that\s+is|this\s+is|it'?s)\s+(?:(?:all|just)\s+)?(?:wrong|incorrect|not\s+(?:right|it|what\s+i\s+(?:asked|meant|wanted|said)))"
+    r"|^(?:you\s+)?(?:misunderstood|misread|got\s+it\s+wrong)|^wrong(?:\s+(?:answer|project|task|note|one))?\b|^not\s+what\s+i\s+(?:asked|meant|wanted)",
+    re.IGNORECASE,
+)
 _WHAT_DAY = re.compile(
     r"^(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:today'?s\s+)?(?:date|day)(?:\s+today)?|what\s+day\s+is\s+(?:it|today)(?:\s+today)?"
     r"|(?P<time>what(?:'s|\s+is)\s+the\s+time|what\s+time\s+is\s+it))(?:\s+now)?\s*\??$",
@@ -286,6 +292,11 @@ def _parse(text: str) -> Intent:
         return Intent("overview")
     if _THANKS.match(raw):
         return Intent("thanks")
+    if misread := _MISREAD.match(raw):
+        rest = raw[misread.end() :].lstrip(" ,.;:!—-")
+        return _parse(rest) if rest else Intent("misread")  # "that's wrong, show my tasks in Atlas": the request said again
+    if re.fullmatch(r"(?:what|why|how|huh|eh|sorry|pardon)\s*\?*!*", lower):
+        return Intent("help")  # a question word alone asks nothing the knowledge base could answer
     if day := _WHAT_DAY.match(raw):
         return Intent("time" if day["time"] else "today")
     if (

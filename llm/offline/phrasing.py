@@ -49,6 +49,12 @@ def name_needed(noun: str) -> str:
     return f"What should the new {noun} be called? Say, for example, {_NAMED_EXAMPLES[noun]}; nothing was created."
 
 
+MISREAD = (
+    "Sorry — I may have misread that. Offline I read each message on its own, without the ones before it, so "
+    "say the whole request again in other words: “show my tasks due Friday”, “delete the task buy milk”, "
+    "“what did I note about the launch?”. Nothing was changed unless you pressed Apply."
+)
+
 THANKS = "You're welcome! Say “help” any time to see what I understand offline."
 
 

@@ -24,6 +24,7 @@ class Intent:
     #   | "maybe_project" (a bare name, "Atlas": that project's status if there is one, else a "find")
     #   | "no_such_date" (a due date the calendar does not have, "Nov 31": it says so, `search` holds it)
     #   | "thanks" (a thank-you: it says you're welcome)
+    #   | "misread" ("that's wrong": it says it reads each message alone, and how to say the request again)
     #   | "today" | "time" (the person's date, which the query tool reads in their time zone; and the time there)
     #   | "open_range" (due before, after or between days: no window says which, so it says what it can list)
     #   | "one_window" (a change to the tasks due in two windows: it says to name one at a time, changes nothing)

@@ -377,3 +377,9 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
     reply, calls = await answer(alice, "Can I export a conversation to PDF?")  # in neither
     assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
     assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")
+
+
+async def test_being_told_a_reply_was_wrong_says_how_to_ask_again_and_changes_nothing(alice):
+    reply, calls = await answer(alice, "that's not what I asked")
+    assert reply == phrasing.MISREAD and calls == []
+    assert "Nothing was changed unless you pressed Apply." in reply

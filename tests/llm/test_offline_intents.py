@@ -94,6 +94,9 @@ from llm.offline.intents import Intent, parse
         ("what's due?", Intent("tasks", due="overdue", also_due="next_7_days")),
         ("show the note Reading list", Intent("notes", search="Reading list")),
         ("show me my week", Intent("overview")),
+        ("that's not what I asked", Intent("misread")),
+        ("that's wrong, show my tasks in Atlas", Intent("tasks", project_name="Atlas")),
+        ("why?", Intent("help")),
         (
             "which tasks did I finish yesterday in Harbor?",
             Intent("tasks", status="completed", project_name="Harbor", completed="yesterday"),
