@@ -49,22 +49,8 @@ class _Args(BaseModel):
 
 
 # Days up to today in the user's calendar: when tasks were completed or added.
-PastWindow = Literal[
-    "today",
-    "yesterday",
-    "this_week",
-    "last_week",
-    "last_7_days",
-    "this_month",
-    "last_month",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-]
+Weekday = Literal["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+PastWindow = Literal["today", "yesterday", "this_week", "last_week", "last_7_days", "this_month", "last_month", Weekday]
 
 
 class QueryTasksArgs(_Args):
@@ -86,13 +72,7 @@ class QueryTasksArgs(_Args):
             "next_7_days",
             "this_month",
             "next_month",
-            "monday",
-            "tuesday",
-            "wednesday",
-            "thursday",
-            "friday",
-            "saturday",
-            "sunday",
+            Weekday,
         ]
         | None
     ) = Field(
