@@ -416,7 +416,8 @@ def _project_change(raw: str) -> Intent | None:
         return (match[group] or "").strip(" \"'“”")
 
     if created := _NEW_PROJECT.match(raw):
-        return Intent("create_project", title=name(created)[:200]) if name(created) else Intent("name_needed", search="project")
+        title = re.sub(r"^(?:the|a|an|my)\s+", "", name(created), flags=re.IGNORECASE)  # "a project for the garden": "garden"
+        return Intent("create_project", title=title[:200]) if title else Intent("name_needed", search="project")
     archived = _ARCHIVE_PROJECT.match(raw)
     renamed = _RENAME_PROJECT.match(raw)
     deleted = _DELETE_PROJECT.match(raw)

@@ -35,6 +35,7 @@ _NOTE_TEXT_CHANGE = re.compile(
 _OTHER_TASK_CHANGE = re.compile(
     words.POLITELY
     + r"(?:rename|edit|update|change|set(?!\s+up\b)|start|begin|reopen|re-open|reschedule|postpone|prioriti[sz]e|deprioriti[sz]e|assign|unassign"
+    r"|copy|duplicate|clone|merge|combine|split"
     r"|mark\b(?!.*\b(?:done|complete|completed|finished)\b))\b",
     re.IGNORECASE,
 )
@@ -57,6 +58,7 @@ _WHAT_WAS_DONE = re.compile(
 _PROJECTS_COMPARED = re.compile(
     r"^(?:which|what)\s+projects?\s+(?:has|have|is|are)\s+(?:the\s+)?(?:most|fewest|least|biggest|busiest|largest|smallest)\b"
     r"|\b(?:busiest|biggest|largest)\s+project\b|^(?:which|what)\s+projects?\s+(?:has|have|are)\s+(?:no|empty)\b"
+    r"|^(?:which|what)\s+projects?\s+(?:is|are)\s+(?:done|finished|complete|completed|empty)\b|\bprojects?\s+(?:with\s+no|without)\s+(?:open\s+)?(?:tasks|notes)\b"
 )
 _DID_FINISH = re.compile(
     r"\b(?:did|have|'ve)\s+(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get\s+done|got\s+done|gotten\s+done|done)\b"
@@ -138,9 +140,10 @@ def is_knowledge_question(text: str) -> bool:
 _PROJECT_STATUS = re.compile(
     r"^(?i:(?:please\s+)?(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:status|progress|state)\s+(?:of|on|in|with)"
     r"|how(?:'s|\s+is)|how\s+are\s+things\s+(?:in|on|with)|where\s+are\s+we\s+(?:on|with)|what(?:'s|\s+is)\s+happening\s+(?:in|on|with)"
-    r"|(?:give\s+me\s+)?(?:an?\s+)?(?:status|summary|overview|update)\s+(?:of|on|for)|tell\s+me\s+about"
+    r"|(?:give\s+me\s+)?(?:an?\s+)?(?:status|summary|overview|update)\s+(?:of|on|for)|tell\s+me\s+about|describe"
     r"|(?:show|open|view|go\s+to)(?:\s+me)?)\s+(?:the\s+)?(?:project\s+)?)"
     r"(?P<name>[A-Z][\w&-]*)(?i:\s+project)?(?i:\s+(?:going|doing|coming\s+along|looking))?\s*[?.!]*$"
+    r"|^(?i:what(?:'s|\s+is)\s+(?:the\s+)?(?:project\s+)?)(?P<about>[A-Z][\w&-]*)(?i:\s+project)?(?i:\s+about)\s*[?.!]*$"
 )
 # "How am I doing?", "summarize my week", "give me an overview": how the person stands as a whole.
 # Only the whole message: "a summary of the release notes" asks for something else.
@@ -310,8 +313,9 @@ def _parse(text: str) -> Intent:
     if shown := _SHOW_ONE_TASK.match(raw):  # "show the task Renew passport (in Home)"
         term, where = shown["term"], words.IN_PROJECT_AT_END.search(shown["term"])
         return Intent("tasks", search=(term[: where.start()] if where else term).strip(" \"'“”"), project_name=where and where["name"])
-    if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(about["name"]):
-        return Intent("project_status", project_name=about["name"])
+    if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(name := about["name"] or about["about"]):
+        # "What's Atlas about?" may name no project: then it is looked up in the tasks and notes.
+        return Intent("maybe_project" if about["about"] else "project_status", project_name=name)
     if re.fullmatch(r"[A-Z][\w&-]*(?:\s+[A-Z][\w&-]*){0,2}\s*[?.!]*", raw) and lower.strip("?.! ") not in words.AGENDA_DAYS:
         return Intent("maybe_project", project_name=raw.strip("?.! "))
     if day := re.fullmatch(r"(today|tonight|tomorrow|this week|next week|this weekend)\s*[?.!]*", lower):

@@ -97,6 +97,13 @@ from llm.offline.intents import Intent, parse
         ("that's not what I asked", Intent("misread")),
         ("that's wrong, show my tasks in Atlas", Intent("tasks", project_name="Atlas")),
         ("why?", Intent("help")),
+        ("what's Atlas about?", Intent("maybe_project", project_name="Atlas")),
+        ("describe the Atlas project", Intent("project_status", project_name="Atlas")),
+        ("which projects are done?", Intent("projects")),
+        ("projects with no tasks", Intent("projects")),
+        ("copy the note Retro", Intent("cannot")),
+        ("duplicate buy milk", Intent("cannot")),
+        ("make a project for the garden", Intent("create_project", title="garden")),
         (
             "which tasks did I finish yesterday in Harbor?",
             Intent("tasks", status="completed", project_name="Harbor", completed="yesterday"),
