@@ -332,6 +332,11 @@ def _parse(text: str) -> Intent:
         # Asked of the knowledge base as the question it is: "how do I rename this conversation?" (the new name is no part of it)
         change = re.sub(r"^((?:rename|retitle)\b.*?)\s+(?:to|as)\s+.+$", r"\1", raw[app.end("polite") :].rstrip(".!?"), flags=re.IGNORECASE)
         return Intent("knowledge", search=f"How do I {change}?")
+    by_month = re.search(rf"\b(?:in|during|for)\s+{words.MONTH_NAME.pattern}(?:\s+\d{{4}})?\s*[?.!]*$", lower)
+    if by_month and (
+        re.search(r"\bdue\b", lower) or _DID_FINISH.search(raw) or words.COMPLETED_IN.search(raw) or _WHAT_WAS_DONE.search(raw)
+    ):
+        return Intent("open_range")  # "what's due in December?": no window names a month by its name
     if (asked := _IS_IT_DONE.match(raw)) and (term := (asked["term"] or asked["term2"]).strip(" \"'“”")) and not _NOT_ONE_TASK.search(term):
         return Intent("tasks", search=term)  # "is the passport task done?": that task, with its status
     if done := _WHAT_WAS_DONE.search(raw):
@@ -388,6 +393,10 @@ def _parse(text: str) -> Intent:
     if due := words.by_due_date(raw):
         # "What's due this week?", "what's due on Dec 5?", "anything overdue in Atlas?", "tasks with no due date"
         return Intent("count_tasks" if counting else "tasks", status=status, project_name=project_name, priority=priority, **due)
+    if re.search(
+        r"\bdue\s+(?:with)?in\s+(?:the\s+next\s+)?(?:\d+|two|three|four|five|six|a\s+few|several)\s+(?:days?|weeks?|months?)\b", lower
+    ):
+        return Intent("open_range")  # "due in 2 weeks": more than the next 7 days, and no window says which
     finished = _DID_FINISH.search(raw) or words.COMPLETED_IN.search(raw)
     if finished and (counting or finished["when"]):
         # "How many tasks did I finish this week?", "which tasks did I finish yesterday in Harbor?",

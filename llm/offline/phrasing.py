@@ -70,7 +70,8 @@ def today_answer(result: dict, *, with_time: bool = False) -> str:
 
 OPEN_RANGE = (
     "Offline I can list what's due on one day or in one window — “what's due on Friday?”, “what's due next week?”, "
-    "“what's due this month?”, “what's overdue?” — but not before, after or between days, so I haven't listed anything."
+    "“what's due this month?”, “what's overdue?”, “what did I finish last month?” — but not before, after or between days, "
+    "nor in a month named by its name, so I haven't listed anything."
 )
 ONE_WINDOW_AT_A_TIME = (
     "Offline I can change the tasks due on one day or in one window at a time — “delete the tasks due today”, then "

@@ -234,6 +234,11 @@ _DUE_WINDOWS = [
         r"|\bcoming up\b|\bupcoming\b",
         "next_7_days",
     ),
+    (
+        r"\bdue\s+(?:with)?in\s+(?:the\s+next\s+)?(?:(?:a|one|1|[2-7]|two|three|four|five|six|seven)\s+days?|(?:a|one|1)\s+weeks?)\b",
+        "next_7_days",
+    ),
+    (r"\bdue\b.*\bend\s+of\s+(?:the\s+|this\s+)?month\b", "this_month"),
     (r"\bdue\b.*\bthis week\b|\bthis week\b.*\bdue\b", "this_week"),
     (r"\bdue\b.*\bnext week\b|\bnext week\b.*\bdue\b", "next_week"),
     (r"\bdue\b.*\b(?:this|the)\s+weekend\b|\b(?:this|the)\s+weekend\b.*\bdue\b", "weekend"),
@@ -251,6 +256,10 @@ DUE_WINDOW = re.compile(
 )
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH = rf"(?:{'|'.join(_MONTHS)})[a-z]*\.?"
+MONTH_NAME = re.compile(
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)\.?",
+    re.IGNORECASE,
+)
 _DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
 DATE = rf"(?:(?P<month>{_MONTH})\s+(?P<day>{_DAY})|(?P<day2>{_DAY})\s+(?:of\s+)?(?P<month2>{_MONTH})|(?P<iso>\d{{4}}-\d{{2}}-\d{{2}}))\b"
 A_DATE = re.compile(rf"\b(?:the\s+)?{DATE}", re.IGNORECASE)
@@ -357,7 +366,7 @@ def project_name(raw: str) -> str | None:
     for pattern in (_PROJECT_SUFFIX, _PROJECT, _PROJECT_SUBJECT, PROJECT_ADJECTIVE):
         if match := pattern.search(raw):
             name = match.group("name").strip()
-            if name.lower() not in {"i", "my", "the", *WEEKDAYS}:  # "anything for Saturday?" names a day
+            if name.lower() not in {"i", "my", "the", *WEEKDAYS} and not MONTH_NAME.fullmatch(name):  # "anything for Saturday?" names a day
                 return name
     return None
 
