@@ -38,7 +38,7 @@ _CREATE_IN_PROJECT = re.compile(r"\s+(?:in|to|for|under)\s+(?:the\s+)?(?:project
 _ERRAND = re.compile(
     r"^(?:please\s+)?(?:(?:remind\s+me|don'?t\s+let\s+me\s+forget)\s+to\s+(?P<todo>.+?)"
     r"|(?:add|put)\s+(?P<item>.+?)\s+(?:on|to)\s+my\s+(?:to-?do\s+|task\s+)?list"
-    r"|schedule\s+(?:a\s+|an\s+)?(?P<event>.+?\s+(?:for|on)\s+\S.*?))[.!]?$",
+    r"|schedule\s+(?:a\s+|an\s+)?(?P<event>.+?\s+(?:for|on)\s+\S.*?)|(?:add\s*:|\+)\s*(?P<added>.+?))[.!]?$",
     re.IGNORECASE,
 )
 # "Add Dune to my reading list": the end of the note of that title ("Reading list") if there is
@@ -86,7 +86,8 @@ _APPEND = re.compile(
 _MARK_DONE = re.compile(rf"^(?:please\s+)?mark\s+(?P<term>.+?)\s+{words.DONE}", re.IGNORECASE)
 _DELETE_NAMED = re.compile(rf"{words.POLITELY}(?:delete|remove)\s+(?P<term>[^?]+?)[.!]?$", re.IGNORECASE)
 _MOVE_NAMED = re.compile(
-    r"^(?i:please\s+)?(?i:move)\s+(?P<term>.+?)\s+(?i:to\s+(?:the\s+)?(?:project\s+)?)(?P<target>[A-Z][\w&.-]*)(?i:\s+project)?[.!]?$"
+    r"^(?i:please\s+)?(?:(?i:move)\s+(?P<term>.+?)\s+(?i:to|into)|(?i:put|file)\s+(?P<term2>.+?)\s+(?i:in|into|under))"
+    r"\s+(?i:(?:the\s+)?(?:project\s+)?)(?P<target>[A-Z][\w&.-]*)(?i:\s+project)?[.!]?$"
 )
 _ONE_TASK = re.compile(r"\b(?:task|to-?do)\b(?!s)", re.IGNORECASE)
 # "Reopen the task buy milk", "mark buy milk as not done", "set the design tasks back to to-do":
@@ -177,7 +178,7 @@ def _write_intent(raw: str) -> Intent | None:
     if said and (target := _target(said["what"] or said["with"] or said["is"])) and target.search and not target.pointer:
         return Intent("complete_tasks", search=target.search, project_name=target.project_name)
     if match := _ERRAND.match(raw):
-        errand = (match["todo"] or match["item"] or match["event"]).strip(" \"'“”")
+        errand = (match["todo"] or match["item"] or match["event"] or match["added"]).strip(" \"'“”")
         if match["event"]:  # "schedule a call for Friday": what is scheduled for a day is on that day
             errand = re.sub(r"\s+for\s+(?=\S+$)", " on ", errand)
         title, due = _due_at_end(errand)
@@ -284,7 +285,7 @@ def _move_named(raw: str) -> Intent | None:
     projects are (capitalised). Not "move it to Harbor" (only a model could read "it"), nor a note."""
     if not (match := _MOVE_NAMED.match(raw)):
         return None
-    term = words.FILLER.sub("", match["term"].strip(" \"'“”"))
+    term = words.FILLER.sub("", (match["term"] or match["term2"]).strip(" \"'“”"))
     if term.lower() in words.POINTERS | {"everything", "all"} or words.NOTE_OR_PROJECT.search(term):
         return None
     return Intent("move_tasks", search=term, target_project=match["target"].rstrip("."))

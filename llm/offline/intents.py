@@ -278,7 +278,7 @@ def _said_in_passing(said: re.Match[str]) -> Intent:
         return Intent("knowledge", search=f"How do I {need}?")  # "I need to export my data": done in Clarion's pages
     # "I need to delete the note Retro", "I have to see my tasks": what follows is the request.
     inner = _parse(need)
-    if inner.kind != "help":
+    if inner.kind not in ("help", "find"):  # "buy milk" alone is looked up; needing to is a task
         return inner
     return write_intent(f"remind me to {need}") or Intent("help")
 
@@ -287,7 +287,9 @@ def _parse(text: str) -> Intent:
     raw = text.strip()
     lower = raw.lower()
     if not raw or re.fullmatch(
-        r"(hi|hello|hey|help|\?|what can you do\??|who are you\??|how are you(?: doing)?\??|good (?:morning|afternoon|evening)|(?:hi|hey) there)[!. ]*",
+        r"(hi|hello|hey|help|\?|what can you do\??|who are you\??|how are you(?: doing)?\??|good (?:morning|afternoon|evening|night)|(?:hi|hey) there"
+        r"|bye|goodbye|see you(?: later)?|yes|yeah|yep|no|nope|sure|hm+|um+|lol|haha|stop|cancel|never ?mind|nothing|test(?:ing)?"
+        r"|tell me a joke|you'?re (?:great|awesome|the best))[!. ]*",
         lower,
     ):
         return Intent("help")
@@ -430,4 +432,7 @@ def _parse(text: str) -> Intent:
         return Intent("knowledge", search=raw)
     if mentions_projects:
         return Intent("projects")
+    if re.fullmatch(r"[a-z0-9][\w'-]*(?:\s+[\w'-]+){0,3}\s*\.?", raw):
+        # "buy milk", "dentist": a few words alone are looked up; the reply says how to add them as a task.
+        return Intent("find", search=raw.rstrip(". "))
     return Intent("help")

@@ -246,7 +246,7 @@ def notes_answer(result: dict, *, project_name: str | None, search: str | None) 
 def find_answer(tasks: dict, notes: dict, *, search: str) -> str:
     """A word looked up in the task titles and the notes: what matched in each."""
     if not tasks["tasks"] and not notes["notes"]:
-        return f"Nothing in your tasks or notes matches “{search}”."
+        return f"Nothing in your tasks or notes matches “{search}”. To add it as a task, say “add a task called {search}”."
     parts = []
     if tasks["tasks"]:
         parts.append(tasks_answer(tasks, project_name=None, search=search))

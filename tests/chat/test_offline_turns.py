@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from chat import agent, services
 from llm.offline import phrasing
+from llm.offline.intents import parse
 from workspace import services as workspace_services
 from workspace.demo_content import seed_demo_workspace
 from workspace.models import Note, Task
@@ -383,3 +384,10 @@ async def test_being_told_a_reply_was_wrong_says_how_to_ask_again_and_changes_no
     reply, calls = await answer(alice, "that's not what I asked")
     assert reply == phrasing.MISREAD and calls == []
     assert "Nothing was changed unless you pressed Apply." in reply
+
+
+async def test_a_few_words_alone_are_looked_up_and_the_reply_says_how_to_add_them(alice):
+    reply, calls = await answer(alice, "dentist friday")
+    assert [c["tool"] for c in calls] == ["query_tasks", "query_notes"]
+    assert reply == "Nothing in your tasks or notes matches “dentist friday”. To add it as a task, say “add a task called dentist friday”."
+    assert parse("add a task called dentist friday").kind == "create_task"
