@@ -247,8 +247,7 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
         found |= {"completed_from": _day(completed.first), "completed_until": _day(completed.last)}
     elif added is not None:
         found |= {"added_from": _day(added.first), "added_until": _day(added.last)}
-    else:
-        return found
+    # The person's date with every listing, so "due tomorrow" and "overdue" read the same in each.
     return {**found, "today": today.isoformat(), "time_zone": ctx.time_zone}
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from wordfreq import zipf_frequency
+
 from llm.offline import words
 from llm.offline.changes import write_intent
 from llm.offline.phrasing import WEEKDAYS
@@ -256,6 +258,7 @@ _SAID_IN_PASSING = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 NOTE_TITLE_CHARS = 80
+EVERYDAY_ZIPF = 5.35  # words more common than this in English ("still", "here", "later") name no thing
 _KNOW_HOW = re.compile(
     r"^(?:know|learn|understand|find\s+out|figure\s+out|work\s+out)\s+(?P<question>(?:how|what|where|when|why|which|if|whether)\b.+)$",
     re.IGNORECASE,
@@ -432,7 +435,10 @@ def _parse(text: str) -> Intent:
         return Intent("knowledge", search=raw)
     if mentions_projects:
         return Intent("projects")
-    if re.fullmatch(r"[a-z0-9][\w'-]*(?:\s+[\w'-]+){0,3}\s*\.?", raw):
-        # "buy milk", "dentist": a few words alone are looked up; the reply says how to add them as a task.
+    if re.fullmatch(r"[a-z0-9][\w'-]*(?:\s+[\w'-]+){0,3}\s*\.?", raw) and any(
+        zipf_frequency(word, "en") < EVERYDAY_ZIPF for word in re.findall(r"[a-z]+", lower)
+    ):
+        # "buy milk", "dentist": a few words alone, one of them a thing, are looked up; the reply says
+        # how to add them as a task. "Still here", "maybe later" name nothing.
         return Intent("find", search=raw.rstrip(". "))
     return Intent("help")

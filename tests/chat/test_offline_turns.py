@@ -391,3 +391,14 @@ async def test_a_few_words_alone_are_looked_up_and_the_reply_says_how_to_add_the
     assert [c["tool"] for c in calls] == ["query_tasks", "query_notes"]
     assert reply == "Nothing in your tasks or notes matches “dentist friday”. To add it as a task, say “add a task called dentist friday”."
     assert parse("add a task called dentist friday").kind == "create_task"
+
+
+async def test_every_listing_reads_due_dates_against_the_persons_today(alice):
+    today = timezone.localdate()
+    project = await database_sync_to_async(workspace_services.create_project)(user=alice, name="Atlas")
+    await database_sync_to_async(workspace_services.create_task)(
+        user=alice, title="Ship it", project_id=project.pk, due_date=today + dt.timedelta(days=1)
+    )
+    for text in ("how is the Atlas project going?", "show my tasks"):  # neither picks a due window
+        reply, _ = await answer(alice, text)
+        assert "to-do · due tomorrow" in reply and "**Ship it**" in reply, (text, reply)

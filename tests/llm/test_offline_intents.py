@@ -104,6 +104,7 @@ from llm.offline.intents import Intent, parse
         ("that's wrong, show my tasks in Atlas", Intent("tasks", project_name="Atlas")),
         ("why?", Intent("help")),
         ("buy milk", Intent("find", search="buy milk")),
+        ("still here", Intent("help")),
         ("yes", Intent("help")),
         ("good night", Intent("help")),
         ("put buy milk in Harbor", Intent("move_tasks", search="buy milk", target_project="Harbor")),
