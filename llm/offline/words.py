@@ -66,6 +66,8 @@ class Intent:
 
 
 STATUS_WORDS: list[tuple[str, str]] = [
+    # "In progress and to do": both, which is what is open.
+    (r"\bin[- ]progress\s+(?:and|or|&)\s+to[- ]?dos?\b|\bto[- ]?dos?\s+(?:and|or|&)\s+in[- ]progress\b", "open"),
     (r"\bnot (?:yet )?(?:started|begun)\b|\bhaven[’']?t (?:i |we )?(?:yet )?(?:started|begun)\b", "todo"),  # before "started"
     (r"\bin[- ]progress\b|\bworking on\b|\bstarted\b|\bdoing\b|\bongoing\b|\bactive\b", "in_progress"),
     # What is left is everything not completed, started or not: "what's left in Harbor?", "what's not done?"
@@ -297,8 +299,10 @@ def _due_window(lower: str) -> str | None:
             return window
     if WHAT_IS_OPEN.search(lower):
         return None  # "what's on my plate today?" is everything not done yet, due or not
-    if agenda := _AGENDA.search(lower) or _TASKS_FOR.search(lower):
+    if agenda := _AGENDA.search(lower):
         return AGENDA_DAYS[agenda["when"]]
+    if (said := _TASKS_FOR.search(lower)) and not re.search(r"\b(?:finish\w*|complet\w*|done|closed|add\w*|creat\w*)\b", lower):
+        return AGENDA_DAYS[said["when"] or said["whose"] or said["shown"]]
     return None
 
 
@@ -321,7 +325,12 @@ _JUST_DUE = re.compile(
 # "Due today or tomorrow", "overdue and due today": two windows, each listed.
 _WINDOW_WORDS = r"overdue|today|tonight|tomorrow|this week|next week|this weekend|the weekend|" + "|".join(WEEKDAYS)
 _TWO_WINDOWS = re.compile(rf"\b(?P<first>{_WINDOW_WORDS})\s+(?:or|and|&)\s+(?:(?:due|on)\s+)?(?P<second>{_WINDOW_WORDS})\b")
-_TASKS_FOR = re.compile(rf"\b(?:tasks?|to-?dos?)\s+(?:for|on)\s+{_AGENDA_WHEN}\b")
+# "Tasks for Saturday", "tasks this week", "today's tasks", "what's left this week?", "show today".
+_TASKS_FOR = re.compile(
+    rf"\b(?:tasks?|to-?dos?|left|remaining)\s+(?:(?:for|on)\s+)?{_AGENDA_WHEN}\b"
+    rf"|^{_AGENDA_WHEN.replace('when', 'whose')}'s\s+(?:tasks|to-?dos|agenda|list)\b"
+    rf"|^(?:show|list)\s+(?:me\s+)?{_AGENDA_WHEN.replace('when', 'shown')}\s*[?.!]*$"
+)
 
 
 def term_before_tasks(text: str) -> str | None:

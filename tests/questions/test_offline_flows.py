@@ -413,7 +413,10 @@ async def test_a_word_is_looked_up_in_tasks_and_notes_at_once(alice):
     assert "I found 1 note matching “milk”:" in reply and "**Shopping**" in reply and "Retro" not in reply
     await socket.disconnect()
     conversation, socket, _ = await chat(alice, "search for zeppelin")
-    assert await last_reply(conversation.pk) == "Nothing in your tasks or notes matches “zeppelin”."
+    assert (
+        await last_reply(conversation.pk)
+        == "Nothing in your tasks or notes matches “zeppelin”. To add it as a task, say “add a task called zeppelin”."
+    )
     await socket.disconnect()
 
 
