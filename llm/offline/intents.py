@@ -253,6 +253,7 @@ _SAID_IN_PASSING = re.compile(
     r"^(?:i\s+(?:really\s+)?(?:need|have|must|want)\s+to|i(?:'ve|\s+have)?\s+got\s+to|i\s+should)\s+(?P<need>[^?]+?)[.!]*$"
     r"|^(?:to-?do|task)\s*:\s*(?P<todo>.+)$"
     r"|^(?:note|memo)\s*:\s*(?P<note>.+)$"
+    r"|^(?:please\s+)?(?:remember\s+to\s+|(?:remind|help)\s+me\s+to\s+)(?P<todo2>[^?]+)$"
     r"|^(?:please\s+)?(?:remember|make\s+a\s+note|note\s+down|jot\s+down)\s+(?:that\s+)?(?P<remember>[^?]+)$"
     r"|^(?P<undo>(?:please\s+|(?:can|could)\s+you\s+)?undo(?:\s+(?:it|that|this|the\s+last\s+change|my\s+last\s+change))?\s*[?.!]*)$",
     re.IGNORECASE | re.DOTALL,
@@ -272,7 +273,7 @@ def _said_in_passing(said: re.Match[str]) -> Intent:
         text = text.strip()
         title = text if len(text) <= NOTE_TITLE_CHARS else text[:NOTE_TITLE_CHARS].rsplit(" ", 1)[0] + "…"
         return Intent("create_note", title=title, content=text if title != text else "")
-    if todo := said["todo"]:
+    if todo := said["todo"] or said["todo2"]:  # "remember to buy milk" is something to do
         return write_intent(f"remind me to {todo.strip()}") or Intent("help")
     need = said["need"].strip()
     if asked := _KNOW_HOW.match(need):  # "I need to know how to connect a model"

@@ -370,6 +370,7 @@ def _year_of(month, day):
         ("note: the wifi password is on the fridge", Intent("create_note", title="the wifi password is on the fridge")),
         ("remember that the wifi password is on the fridge", Intent("create_note", title="the wifi password is on the fridge")),
         ("undo that", Intent("knowledge", search="Can I undo a change?")),
+        ("remember to call Bob tomorrow", Intent("create_task", title="call Bob", due="tomorrow")),
         ("delete buy milk", Intent("delete_tasks", search="buy milk")),
         ("delete buy milk from Atlas", Intent("delete_tasks", search="buy milk", project_name="Atlas")),
         ("delete Atlas", Intent("delete_project", project_name="Atlas")),
