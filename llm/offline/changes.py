@@ -181,10 +181,9 @@ def _write_intent(raw: str) -> Intent | None:
         errand = (match["todo"] or match["item"] or match["event"] or match["added"]).strip(" \"'“”")
         if match["event"]:  # "schedule a call for Friday": what is scheduled for a day is on that day
             errand = re.sub(r"\s+for\s+(?=\S+$)", " on ", errand)
-        title, due = _due_at_end(errand)
-        if match["event"] and not due:
+        if match["event"] and not _due_at_end(errand)[1]:
             return None  # "schedule a review for the team": no day, so no errand
-        return Intent("create_task", title=title[:300], **due)
+        return new_task(errand)
     if listed := _ON_A_NAMED_LIST.match(raw):
         item = listed["item"].strip(" \"'“”")
         return Intent("append_note", search=listed["list"], content=item, title=item[:300])
@@ -235,6 +234,12 @@ def _write_intent(raw: str) -> Intent | None:
     if _COMPLETE.search(raw):
         return Intent("complete_tasks", status="all", project_name=project_name, priority=words.priority(lower), search=search, **picked)
     return None
+
+
+def new_task(said: str) -> Intent:
+    """A task said as an errand ("call Bob tomorrow"): its title, and the day at its end it is due."""
+    title, due = _due_at_end(said.strip(" \"'“”"))
+    return Intent("create_task", title=title[:300], **due)
 
 
 def _due_at_end(title: str) -> tuple[str, words.Dates]:

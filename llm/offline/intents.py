@@ -13,7 +13,7 @@ from dataclasses import replace
 from wordfreq import zipf_frequency
 
 from llm.offline import words
-from llm.offline.changes import write_intent
+from llm.offline.changes import new_task, write_intent
 from llm.offline.phrasing import WEEKDAYS
 from llm.offline.words import Intent
 
@@ -274,7 +274,7 @@ def _said_in_passing(said: re.Match[str]) -> Intent:
         title = text if len(text) <= NOTE_TITLE_CHARS else text[:NOTE_TITLE_CHARS].rsplit(" ", 1)[0] + "…"
         return Intent("create_note", title=title, content=text if title != text else "")
     if todo := said["todo"] or said["todo2"]:  # "remember to buy milk" is something to do
-        return write_intent(f"remind me to {todo.strip()}") or Intent("help")
+        return new_task(todo)
     need = said["need"].strip()
     if asked := _KNOW_HOW.match(need):  # "I need to know how to connect a model"
         return Intent("knowledge", search=f"{asked['question'].rstrip('.!')}?")
@@ -284,7 +284,7 @@ def _said_in_passing(said: re.Match[str]) -> Intent:
     inner = _parse(need)
     if inner.kind not in ("help", "find"):  # "buy milk" alone is looked up; needing to is a task
         return inner
-    return write_intent(f"remind me to {need}") or Intent("help")
+    return new_task(need)
 
 
 def _parse(text: str) -> Intent:

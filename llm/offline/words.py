@@ -312,7 +312,8 @@ AGENDA_DAYS = {
     "today": "today", "tonight": "today", "tomorrow": "tomorrow", "this week": "this_week", "next week": "next_week",
     "this weekend": "weekend", "the weekend": "weekend", **{day: day for day in WEEKDAYS},
 }  # fmt: skip
-_AGENDA_WHEN = rf"(?P<when>today|tonight|tomorrow|this week|next week|this weekend|the weekend|{'|'.join(WEEKDAYS)})"
+_AGENDA_DAY = rf"today|tonight|tomorrow|this week|next week|this weekend|the weekend|{'|'.join(WEEKDAYS)}"
+_AGENDA_WHEN = rf"(?P<when>{_AGENDA_DAY})"
 _AGENDA = re.compile(
     r"^(?:what|anything)\b(?:(?!\b(?:did|done|finish\w*|complet\w*|add\w*|creat\w*)\b).)*?"
     rf"\b(?:have|got|on|for|happening|planned|scheduled)\b.*?\b{_AGENDA_WHEN}\b"
@@ -323,13 +324,12 @@ _JUST_DUE = re.compile(
     re.IGNORECASE,
 )
 # "Due today or tomorrow", "overdue and due today": two windows, each listed.
-_WINDOW_WORDS = r"overdue|today|tonight|tomorrow|this week|next week|this weekend|the weekend|" + "|".join(WEEKDAYS)
-_TWO_WINDOWS = re.compile(rf"\b(?P<first>{_WINDOW_WORDS})\s+(?:or|and|&)\s+(?:(?:due|on)\s+)?(?P<second>{_WINDOW_WORDS})\b")
+_TWO_WINDOWS = re.compile(rf"\b(?P<first>overdue|{_AGENDA_DAY})\s+(?:or|and|&)\s+(?:(?:due|on)\s+)?(?P<second>overdue|{_AGENDA_DAY})\b")
 # "Tasks for Saturday", "tasks this week", "today's tasks", "what's left this week?", "show today".
 _TASKS_FOR = re.compile(
     rf"\b(?:tasks?|to-?dos?|left|remaining)\s+(?:(?:for|on)\s+)?{_AGENDA_WHEN}\b"
-    rf"|^{_AGENDA_WHEN.replace('when', 'whose')}'s\s+(?:tasks|to-?dos|agenda|list)\b"
-    rf"|^(?:show|list)\s+(?:me\s+)?{_AGENDA_WHEN.replace('when', 'shown')}\s*[?.!]*$"
+    rf"|^(?P<whose>{_AGENDA_DAY})'s\s+(?:tasks|to-?dos|agenda|list)\b"
+    rf"|^(?:show|list)\s+(?:me\s+)?(?P<shown>{_AGENDA_DAY})\s*[?.!]*$"
 )
 
 
