@@ -186,13 +186,21 @@ def _page(source_id: str, docs: Path) -> str:
 class Tally:
     def __init__(self) -> None:
         self.answered = self.right = self.first = self.top3 = self.cited = self.cited_gold = self.silent = 0
+        # Silent answers name the pages that came closest: how often one is a gold page, and
+        # how often an off-topic question is sent to a page anyway.
+        self.unanswered = self.pointed = self.pointed_gold = self.off_topic = self.off_topic_pointed = 0
         self.latencies: list[float] = []
         self.cpu: list[float] = []
 
-    def answerable(self, *, ranked: list[str], gold: set[str], reply: str | None, cited: set[str], facts: list[str]) -> bool:
+    def answerable(
+        self, *, ranked: list[str], gold: set[str], reply: str | None, cited: set[str], facts: list[str], closest: list[str] | None = None
+    ) -> bool:
         self.first += bool(ranked and ranked[0] in gold)
         self.top3 += bool(gold & set(ranked[:3]))
         if reply is None:
+            self.unanswered += 1
+            self.pointed += bool(closest)
+            self.pointed_gold += bool(gold & set(closest or ()))
             return False
         self.answered += 1
         self.cited += len(cited)
@@ -210,6 +218,18 @@ class Tally:
             "citation precision": f"{100 * self.cited_gold / self.cited:.0f} % ({self.cited_gold}/{self.cited})" if self.cited else "–",
             "silent on unanswerable": f"{100 * self.silent / m:.0f} % ({self.silent}/{m})",
             "right page first / in top 3": f"{100 * self.first / n:.0f} % / {100 * self.top3 / n:.0f} %",
+            "silent on answerable: pages named / a gold one among them": (
+                f"{100 * self.pointed / self.unanswered:.0f} % / {100 * self.pointed_gold / self.unanswered:.0f} % "
+                f"({self.pointed}, {self.pointed_gold} of {self.unanswered})"
+                if self.unanswered
+                else "–"
+            ),
+            "off-topic: no page named": (
+                f"{100 * (self.off_topic - self.off_topic_pointed) / self.off_topic:.0f} % "
+                f"({self.off_topic - self.off_topic_pointed}/{self.off_topic})"
+                if self.off_topic
+                else "–"
+            ),
             "latency p50 / p99": f"{stats['p50']:.1f} / {stats['p99']:.1f} ms",
             "CPU per request p50 / p99": f"{describe(self.cpu)['p50']:.1f} / {describe(self.cpu)['p99']:.1f} ms" if self.cpu else "–",
         }
@@ -226,7 +246,8 @@ async def evaluate_clarion(data: dict, docs: Path, *, show_misses: bool) -> dict
         selected = [_page(s, docs) for s in result.debug.get("selected_source_ids", [])]
         names = {_page(c.source_id, docs) for c in result.citations}
         reply = result.reply_text if result.should_reply else None
-        ok = tally.answerable(ranked=selected, gold=gold, reply=reply, cited=names, facts=item["facts"])
+        closest = [_page(p.source_id, docs) for p in result.closest_pages]
+        ok = tally.answerable(ranked=selected, gold=gold, reply=reply, cited=names, facts=item["facts"], closest=closest)
         if show_misses and reply is not None and not ok:
             print(f"WRONG  {item['q']}\n       cited {sorted(names)} gold {sorted(gold)} facts {item['facts']}\n       {reply[:500]!r}\n")
         elif show_misses and reply is None:
@@ -235,6 +256,9 @@ async def evaluate_clarion(data: dict, docs: Path, *, show_misses: bool) -> dict
         result, ms = await ask(item["q"])
         tally.latencies.append(ms)
         tally.silent += not result.should_reply
+        if item.get("from") == "off-topic":
+            tally.off_topic += 1
+            tally.off_topic_pointed += bool(result.closest_pages)
         if show_misses and result.should_reply:
             print(f"SPOKE  {item['q']}\n       {result.reply_text[:300]!r}\n")
     tally.cpu = list(CPU)
@@ -254,7 +278,8 @@ def evaluate_bm25(data: dict, pages: dict[str, str]) -> dict:
         reply, _ = bm25.answer(item["q"])
         tally.latencies.append((time.perf_counter() - started) * 1000)
         tally.silent += reply is None
-    return tally.row(data)
+    # It names no pages when silent: it either answers from its top page or says nothing.
+    return tally.row(data) | {"silent on answerable: pages named / a gold one among them": "–", "off-topic: no page named": "–"}
 
 
 TARGETS = {
@@ -263,6 +288,8 @@ TARGETS = {
     "citation precision": "≥ 90 %",
     "silent on unanswerable": "≥ 90 %",
     "right page first / in top 3": "≥ BM25",
+    "silent on answerable: pages named / a gold one among them": "",
+    "off-topic: no page named": "",
     "latency p50 / p99": "p99 < 100 ms",
     "CPU per request p50 / p99": "",
 }

@@ -302,9 +302,16 @@ def _project(project: Project) -> dict:
 async def search_knowledge_base(ctx: ToolContext, args: SearchKnowledgeBaseArgs) -> dict:
     result = await knowledge.answer_from_knowledge_base(question=args.question)
     if not result.should_reply:
+        if not result.closest_pages:
+            return {
+                "should_reply": False,
+                "note": "The knowledge base does not cover this. Tell the user so plainly; do not answer from memory.",
+            }
         return {
             "should_reply": False,
-            "note": "The knowledge base does not cover this. Tell the user so plainly; do not answer from memory.",
+            "closest_pages": [{"title": p.title, "url": p.url} for p in result.closest_pages],
+            "note": "The knowledge base does not answer this. Tell the user so plainly; do not answer from memory. "
+            "You may name the closest pages as links, saying they do not answer it.",
         }
     return {
         "should_reply": True,

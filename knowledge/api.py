@@ -118,7 +118,9 @@ async def reply(request: HttpRequest) -> JsonResponse:
     result = await services.generate_reply(conversation=body.conversation, context=body.context)
     # A bot's users have no Clarion session: citations open their section through signed links.
     result = await sync_to_async(services.with_shared_links)(result=result, request_base=request.build_absolute_uri("/"))
-    return JsonResponse(result.model_dump(mode="json"))
+    # The closest pages are the chat's: their links need a session, and an adapter does nothing
+    # with a result it should not reply with.
+    return JsonResponse(result.model_dump(mode="json", exclude={"closest_pages"}))
 
 
 def _body_within_limit(request: HttpRequest) -> bytes | None:

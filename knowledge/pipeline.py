@@ -37,7 +37,7 @@ from knowledge.llm_calls import CallTrace, call_model
 from knowledge.metrics import AI_GATE, AI_REQUESTS, AI_SELECTED_SOURCES, AI_VERIFICATION
 from knowledge.models import AIConfig
 from knowledge.ranking import Corpus
-from knowledge.schemas import AIResult, Citation, DraftAnswer, GateDecision, SourceSelection, VerificationDecision
+from knowledge.schemas import AIResult, Citation, ClosestPage, DraftAnswer, GateDecision, SourceSelection, VerificationDecision
 from knowledge.selectors import IndexSnapshot, LoadedSource
 from llm import ChatMessage, LLMClient, LLMError
 
@@ -430,8 +430,27 @@ async def run(
     AI_REQUESTS.labels(result=result_label).inc()
     _log(context_fields, state, ctx, debug)
     if result_label != "answered":
-        return AIResult(should_reply=False, reply_text=None, citations=[], debug=debug)
+        closest = _closest_pages(state, ctx) if result_label == "skipped" else []
+        return AIResult(should_reply=False, reply_text=None, citations=[], closest_pages=closest, debug=debug)
     return AIResult(should_reply=True, reply_text=state["draft"], citations=[Citation(**c) for c in state["citations"]], debug=debug)
+
+
+# When the sources were read and none answered, the pages that came closest are named (a chat
+# says where to look): at most CLOSEST_PAGES, in the selection's order. With the offline engine only
+# a page that has at least CLOSE_PAGE_SHARE of the question's weight: a question about tungsten's
+# boiling point is not sent to a page that merely says "point".
+CLOSEST_PAGES = 2
+CLOSE_PAGE_SHARE = 0.5
+
+
+def _closest_pages(state: PipelineState, ctx: PipelineContext | None) -> list[ClosestPage]:
+    loaded = state.get("loaded_sources") or []
+    if not (state.get("skip_reason") or "").startswith(("generate:", "verify:")):
+        return []
+    if ctx is not None and ctx.corpus is not None and ctx.weights:
+        corpus, weights = ctx.corpus, ctx.weights
+        loaded = [s for s in loaded if corpus.page_share(weights, s["source_id"]) >= CLOSE_PAGE_SHARE]
+    return [ClosestPage(source_id=s["source_id"], title=s["title"], url=s["url"]) for s in loaded[:CLOSEST_PAGES]]
 
 
 def _debug(

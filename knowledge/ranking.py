@@ -147,6 +147,16 @@ class Corpus:
             out[term] = weight if term in shape.asked else weight * SCENE_WORD
         return out
 
+    def page_share(self, weights: dict[str, float], source_id: str) -> float:
+        """The share of the question's weight (`weights`, as `weights()` gives them) whose terms
+        the page has, anywhere in it."""
+        total = sum(weights.values())
+        try:
+            page = self.page_tf[self.source_ids.index(source_id)]
+        except ValueError:
+            return 0.0
+        return sum(weight for term, weight in weights.items() if term in page) / total if total else 0.0
+
     @property
     def idf_of_rarest(self) -> float:
         n = max(1, self.size)

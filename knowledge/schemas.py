@@ -18,10 +18,21 @@ class Citation(BaseModel):
     url: str = Field(description="The source's page in Clarion (/kb/sources/<pk>/) or its original URL.")
 
 
+class ClosestPage(BaseModel):
+    source_id: str
+    title: str
+    url: str = Field(description="The source's page in Clarion (/kb/sources/<pk>/) or its original URL.")
+
+
 class AIResult(BaseModel):
     should_reply: bool
     reply_text: str | None = None
     citations: list[Citation] = []
+    closest_pages: list[ClosestPage] = Field(
+        default=[],
+        description="When the sources were read and did not answer: the pages that came closest, best first "
+        "(a chat can say where to look; nothing in them answers).",
+    )
     debug: dict | None = Field(default=None, description="For logs and tests; never shown to users.")
 
 

@@ -169,8 +169,10 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         if not steps:
             return "search_knowledge_base", {"question": intent.search}
         answered = steps[0].result.get("should_reply")
-        # What the documentation does not say may be in the person's notes ("what's the wifi password?").
-        if not answered and len(steps) == 1 and (wanted := words.key_words(intent.search or "")):
+        # What the documentation does not say may be in the person's notes ("what's the wifi
+        # password?"); not a question the documentation came close to ("how do I export my data?").
+        near = bool(steps[0].result.get("closest_pages"))
+        if not answered and not near and len(steps) == 1 and (wanted := words.key_words(intent.search or "")):
             return "query_notes", {"search_term": wanted, "limit": NOTES_FALLBACK_LIMIT}
         if not answered and len(steps) == 2 and steps[1].result.get("notes"):
             return phrasing.notes_instead(steps[1].result, search=steps[1].result.get("filters", {}).get("search_term") or "")

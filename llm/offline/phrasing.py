@@ -501,7 +501,21 @@ def notes_instead(result: dict, *, search: str) -> str:
 def knowledge_answer(result: dict) -> str:
     if result.get("should_reply"):
         return result["answer"]
+    closest = ""
+    if pages := result.get("closest_pages"):
+        links = " · ".join(f"[{_link_text(p['title'])}]({_link_url(p['url'])})" for p in pages)
+        closest = f"The closest {'pages' if len(pages) > 1 else 'page'}: {links}. "
     return (
-        "The knowledge base doesn't cover that, so I won't guess. "
+        f"The knowledge base doesn't cover that, so I won't guess. {closest}"
         "I can also answer questions about your projects, tasks and notes — say “help” to see what I understand."
     )
+
+
+def _link_text(title: str) -> str:
+    """A page title as a Markdown link's text: brackets in it would end the text early."""
+    return title.replace("[", "(").replace("]", ")")
+
+
+def _link_url(url: str) -> str:
+    """A URL as a Markdown link's target: a parenthesis or space in it would end the target early."""
+    return url.replace("(", "%28").replace(")", "%29").replace(" ", "%20")

@@ -9,9 +9,11 @@ from channels.db import database_sync_to_async
 
 from chat import agent, selectors, services
 from chat.models import Conversation, Message
+from knowledge.models import KnowledgeSource
 from knowledge.selectors import get_ai_config
 from tests.conftest import build_workspace
 from tests.fake_openai import Reply
+from tests.knowledge.conftest import answer_reply, build_kb, gate_reply, select_reply
 from tests.websocket import form_frame, frames_of_turn, open_socket, receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -300,3 +302,22 @@ def test_a_turn_reads_its_context_in_a_fixed_number_of_statements(workspace, ali
 def test_a_turn_context_for_a_missing_conversation_does_not_exist(db):
     with pytest.raises(Conversation.DoesNotExist):
         selectors.turn_context(conversation_id=uuid.uuid4(), history_limit=50)
+
+
+async def test_a_knowledge_search_the_docs_do_not_answer_tells_the_model_the_closest_pages(model_endpoint, alice, tmp_path):
+    files = {"deploying.md": "# Deploying\n\nRun the server behind nginx.\n", "garden.md": "# Garden\n\nTomatoes need sun.\n"}
+    await database_sync_to_async(build_kb)(tmp_path / "kb", files)
+    source = await KnowledgeSource.objects.aget(source_id="kb/deploying.md")
+    model_endpoint.script(
+        Reply.tool_call("search_knowledge_base", {"question": "How do I rotate the nginx logs?"}),
+        gate_reply(),
+        select_reply("kb/deploying.md"),
+        answer_reply("", answered=False),
+        Reply.text("The docs don't say; the closest page is Deploying."),
+    )
+    conversation = await ask(alice, "how do I rotate the nginx logs?")
+    await agent.run_pending_turns(conversation.pk)
+    (result,) = tool_results(await thread(conversation))
+    assert result["should_reply"] is False and "answer" not in result
+    assert result["closest_pages"] == [{"title": "Deploying", "url": f"/kb/sources/{source.pk}/"}]
+    assert "do not answer from memory" in result["note"] and "closest pages" in result["note"]

@@ -8,6 +8,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from chat import agent, services
+from knowledge import services as knowledge_services
 from llm.offline import phrasing
 from llm.offline.intents import parse
 from workspace import services as workspace_services
@@ -366,6 +367,7 @@ async def test_a_change_to_everything_due_on_a_day_picks_the_tasks_due_then_and_
 
 
 async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_persons_notes(alice, bob):
+    assert (await database_sync_to_async(knowledge_services.rebuild_kb_index)()).ok  # the shipped user guide
     create = database_sync_to_async(workspace_services.create_note)
     await create(user=alice, title="Home", content="The wifi password is on the fridge.")
     await create(user=bob, title="Office", content="The wifi password is taped under the desk.")
@@ -375,9 +377,16 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
     assert reply.startswith("I found 1 note matching “wifi password”:") and "on the fridge" in reply and "desk" not in reply
     assert reply.endswith("The knowledge base doesn't cover that; these are from your notes.")
 
-    reply, calls = await answer(alice, "Can I export a conversation to PDF?")  # in neither
+    reply, calls = await answer(alice, "Can questions be answered by voice?")  # in neither
     assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
     assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")
+
+    # A question the documentation came close to is about the documentation: its closest pages
+    # are named, and the notes are not searched.
+    await create(user=alice, title="Export", content="Export the data of the Harbor beta.")
+    reply, calls = await answer(alice, "How do I export my data?")
+    assert [c["tool"] for c in calls] == ["search_knowledge_base"]
+    assert "The closest pages: [" in reply and "Harbor" not in reply
 
 
 async def test_being_told_a_reply_was_wrong_says_how_to_ask_again_and_changes_nothing(alice):

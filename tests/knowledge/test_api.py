@@ -57,6 +57,7 @@ def test_a_question_the_docs_do_not_cover_gets_should_reply_false(user_guide, to
     body = {**BODY, "conversation": {"messages": [{"role": "user", "text": "thanks, bye"}]}}
     payload = post(Client(), body, raw_token=token["raw"]).json()
     assert payload["should_reply"] is False and payload["reply_text"] is None and payload["citations"] == []
+    assert set(payload) == {"should_reply", "reply_text", "citations", "debug"}  # the adapter contract's shape
 
 
 @pytest.mark.parametrize("header", [None, "Bearer", "Bearer wrong-token", "Basic abc", "Token clk_x"])

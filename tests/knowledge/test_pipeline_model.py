@@ -118,6 +118,7 @@ def test_no_selected_source_means_no_reply(model_endpoint, kb):
     model_endpoint.script(gate_reply(), select_reply())
     result = ask("what is the capital of France?")
     assert result.should_reply is False and result.debug["skip_reason"] == "select: no relevant source"
+    assert result.closest_pages == []
     assert len(model_endpoint.requests) == 2
 
 
@@ -175,6 +176,17 @@ def test_the_model_saying_the_sources_do_not_answer_means_no_reply(model_endpoin
     model_endpoint.script(gate_reply(), select_reply(MODELS), answer_reply("", answered=False))
     result = ask("how do I bake bread?")
     assert result.should_reply is False and result.debug["skip_reason"] == "generate: the sources do not answer the question"
+    # The pages the model chose are named as the closest (a chat says where to look), never quoted.
+    assert [p.model_dump() for p in result.closest_pages] == [
+        {"source_id": MODELS, "title": "Connecting a model", "url": f"/kb/sources/{kb[MODELS].pk}/"}
+    ]
+    assert result.reply_text is None and result.citations == []
+
+
+def test_at_most_two_closest_pages_are_named_in_the_selections_order(model_endpoint, kb):
+    model_endpoint.script(gate_reply(), select_reply(INDEX, MODELS, QUESTIONS), answer_reply("", answered=False))
+    result = ask("how do I bake bread?")
+    assert [p.source_id for p in result.closest_pages] == [INDEX, MODELS]
 
 
 def test_verification_rejection_means_no_reply(model_endpoint, kb):
@@ -190,6 +202,7 @@ def test_verification_rejection_means_no_reply(model_endpoint, kb):
 
     assert result.should_reply is False and result.reply_text is None and result.citations == []
     assert result.debug["skip_reason"] == "verify: the draft was rejected"
+    assert [p.source_id for p in result.closest_pages] == [MODELS]
     assert result.debug["verification"]["issues"] == ["Unsupported claim."]
     assert result.debug["draft"] == "Set `LLM_BASE_URL` [1]."  # for the logs, never the user
     assert sample("ai_verification_total", {"good_enough": "false"}) == before + 1
@@ -392,7 +405,7 @@ def test_a_summary_failure_raises_to_the_caller(model_endpoint, ai_config):
 def test_the_result_is_json_for_adapters(model_endpoint, kb):
     model_endpoint.script(gate_reply(), select_reply(MODELS), answer_reply("Set it [1].", [1]), verify_reply())
     payload = json.loads(ask("how?").model_dump_json())
-    assert set(payload) == {"should_reply", "reply_text", "citations", "debug"}
+    assert set(payload) == {"should_reply", "reply_text", "citations", "closest_pages", "debug"}
     assert set(payload["citations"][0]) == {"n", "source_id", "title", "url"}
 
 

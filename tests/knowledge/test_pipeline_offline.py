@@ -62,7 +62,7 @@ def test_other_user_guide_questions_cite_the_right_page(user_guide, question, so
 )
 def test_what_the_docs_do_not_answer_gets_silence(user_guide, message, reason):
     result = ask(message)
-    assert result.should_reply is False and result.reply_text is None and result.citations == []
+    assert result.should_reply is False and result.reply_text is None and result.citations == [] and result.closest_pages == []
     assert result.debug["skip_reason"] == reason
 
 
@@ -76,6 +76,22 @@ def test_a_source_that_matches_a_word_but_does_not_answer_is_not_quoted(tmp_path
     result = ask("How do I configure the proxy for tomatoes behind TLS?")
     assert result.should_reply is False
     assert result.debug["skip_reason"] == "generate: the sources do not answer the question"
+    assert result.closest_pages == []  # a page with one word of the question is not where to look
+
+
+DEPLOYING = "# Deploying\n\nRun the server behind nginx.\n\n## Logging\n\nLogs go to stderr.\n"
+
+
+def test_a_page_with_most_of_what_is_asked_is_named_as_the_closest_when_nothing_in_it_answers(tmp_path):
+    build_kb(tmp_path / "kb", {"deploying.md": DEPLOYING, "garden.md": "# Garden\n\nTomatoes need a lot of sun.\n"})
+    result = ask("How do I rotate the nginx logs?")
+    assert result.should_reply is False and result.reply_text is None and result.citations == []
+    source = KnowledgeSource.objects.get(title="Deploying")
+    assert [p.model_dump() for p in result.closest_pages] == [
+        {"source_id": source.source_id, "title": "Deploying", "url": f"/kb/sources/{source.pk}/"}
+    ]
+    answered = ask("How do I run the server behind nginx?")
+    assert answered.should_reply is True and answered.closest_pages == []
 
 
 def test_the_offline_answer_respects_max_answer_chars(user_guide):
@@ -107,6 +123,7 @@ def test_representative_inputs_return_a_valid_ai_result(user_guide, kwargs):
     assert isinstance(payload["should_reply"], bool)
     assert payload["should_reply"] == (payload["reply_text"] is not None)
     assert all(set(c) == {"n", "source_id", "title", "url"} for c in payload["citations"])
+    assert all(set(p) == {"source_id", "title", "url"} for p in payload["closest_pages"])
 
 
 async def test_from_a_running_event_loop_a_failure_is_a_silent_result_not_an_exception(user_guide, monkeypatch):

@@ -376,7 +376,20 @@ def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_say
 
 
 def test_the_guide_says_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_notes():
-    # The lookup itself: tests/chat/test_offline_turns.py, a question the knowledge base cannot answer.
+    # The lookup itself, and a question the documentation came close to that is not looked up:
+    # tests/chat/test_offline_turns.py, a question the knowledge base cannot answer.
     notes = section("chatting-with-the-assistant.md", "What you can ask")
-    assert "A question that only your notes can answer, which the knowledge base has no answer to, is looked up in your notes too" in notes
+    assert (
+        "A question that only your notes can answer, which the knowledge base has no answer to and no page close to, "
+        "is looked up in your notes too" in notes
+    )
     assert parse("what's the wifi password?").kind == "knowledge"
+
+
+def test_the_guide_says_an_unanswered_question_links_the_closest_pages():
+    # The behaviour: tests/chat/test_knowledge_tool.py (offline engine), tests/chat/test_agent.py
+    # (a model) and tests/knowledge/test_pipeline_offline.py (which pages are close).
+    assert "says so instead of guessing, and links the pages that come closest" in section(
+        "chatting-with-the-assistant.md", "Answers with citations"
+    )
+    assert "and links the pages that came closest" in section("knowledge-base.md", "How an answer is made")
