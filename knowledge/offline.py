@@ -455,7 +455,7 @@ def _render(chosen: list[_Candidate], analysed: list[_Analysed], *, titles: list
     kept: set[tuple[int, int]] = set()
     for key, c in sorted(unique.items(), key=lambda kv: -kv[1].score):
         unit = c.piece.unit
-        estimate = len(unit.text) + len(unit.lead) + len(analysed[c.source - 1].sections[c.section].heading) + 24
+        estimate = len(unit.shown) + len(unit.lead) + len(analysed[c.source - 1].sections[c.section].heading) + 24
         if unit.kind == "row":
             estimate += len(unit.header)
         if budget + estimate <= max_chars:
@@ -520,7 +520,7 @@ def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: boo
         table = f"{unit.header}\n{unit.text}" if unit.header else unit.text
         return f"{intro}\n\n{table}"
     if unit.kind == "item":
-        item = f"- {_with_marker(unit.text, number)}"
+        item = f"- {_with_marker(unit.shown, number)}"
         shown_parents.add((len(unit.parents), unit.text))
         if unit.parents:
             # A nested item under the items it belongs to (an exception under its base classes),
@@ -535,7 +535,7 @@ def _quote(unit: Unit, number: int, *, prefix: str, heading: str, show_lead: boo
         if unit.lead and show_lead:
             return f"{prefix}{_with_marker(unit.lead, number)}\n\n{item}"
         return f"{prefix}{item[2:]}" if prefix else item
-    return f"{prefix}{_with_marker(unit.text, number)}"
+    return f"{prefix}{_with_marker(unit.shown, number)}"
 
 
 _TRAILING_STOP = re.compile(r"[.!?…:;]+$")

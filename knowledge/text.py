@@ -221,6 +221,7 @@ class Block:
     header: str = ""  # a table row's header and delimiter lines
     links: tuple[str, ...] = ()  # the text of the links it held (to other pages, mostly)
     parents: tuple[str, ...] = ()  # a nested list item's enclosing items, outermost first
+    targets: tuple[tuple[str, str], ...] = ()  # (text, address) of its links to other sites
 
 
 @dataclass(frozen=True)
@@ -301,6 +302,23 @@ _HTML_BLOCK = re.compile(r"^</?[a-zA-Z][\w:-]*(?:\s[^>]*)?/?>.*$|^<!--")
 
 def _link_texts(raw: str) -> tuple[str, ...]:
     return tuple(inline_text(m.group(1)) for m in re.finditer(r"(?<!!)\[([^\]]{3,})\]\(|\[([^\]]{3,})\]\[", raw) if m.group(1))
+
+
+_ABSOLUTE_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\((https?://[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+def _link_targets(raw: str) -> tuple[tuple[str, str], ...]:
+    """(text, address) of the links to other sites: a quote keeps them (a relative link would point
+    nowhere outside its page). Not a link whose text is a number, which would read as a citation."""
+    found = ((inline_text(m.group(1)), m.group(2)) for m in _ABSOLUTE_LINK.finditer(raw))
+    return tuple((text, url) for text, url in found if text and not text.isdigit())
+
+
+def with_links(text: str, targets: tuple[tuple[str, str], ...]) -> str:
+    """`text` with the first mention of each link's text linked again, as Markdown."""
+    for label, url in targets:
+        text = text.replace(label, f"[{label}]({url})", 1)
+    return text
 
 
 def _dedent(lines: list[str], width: int) -> list[str]:
@@ -406,7 +424,7 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
             text = inline_text(raw)
             if text:
                 parents = tuple(t for indent, t in open_items if indent < item_indent)
-                add("item", text, lead=lead, links=_link_texts(raw), parents=parents)
+                add("item", text, lead=lead, links=_link_texts(raw), parents=parents, targets=_link_targets(raw))
                 open_items[:] = [(indent, t) for indent, t in open_items if indent < item_indent] + [(item_indent, text)]
             item = None
         if para:
@@ -415,7 +433,7 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
             text = inline_text(raw)
             para = []
             if text:
-                add("paragraph", text, links=_link_texts(raw))
+                add("paragraph", text, links=_link_texts(raw), targets=_link_targets(raw))
                 last = split_sentences(text)[-1] if text else ""
                 lead = last if last.endswith(":") else ""
                 return
@@ -710,6 +728,12 @@ class Unit:
     header: str = ""
     link_text: str = ""  # the text of the links in it: words there name another page
     parents: tuple[str, ...] = ()  # a nested list item's enclosing items, outermost first
+    targets: tuple[tuple[str, str], ...] = ()  # (text, address) of its links to other sites
+
+    @property
+    def shown(self) -> str:
+        """The text as quoted: its links to other sites stay links."""
+        return with_links(self.text, self.targets)
 
 
 def units(content: str, *, kind: str = "markdown") -> list[Unit]:
@@ -734,6 +758,7 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
                             kind="sentence",
                             section=block.section,
                             link_text=inside,
+                            targets=tuple((label, url) for label, url in block.targets if label in sentence),
                         )
                     )
         elif block.kind == "item":
@@ -751,6 +776,7 @@ def _units(content: str, kind: str) -> tuple[Unit, ...]:
                         lead=block.lead,
                         link_text=inside,
                         parents=block.parents,
+                        targets=block.targets,
                     )
                 )
         elif block.kind == "code":

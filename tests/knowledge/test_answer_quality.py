@@ -2,7 +2,7 @@
 
 from knowledge import offline
 from knowledge.ranking import Corpus
-from knowledge.text import split_sentences, terms
+from knowledge.text import split_sentences, terms, units
 
 HIERARCHY = """# Exceptions
 
@@ -274,3 +274,22 @@ def test_a_question_of_two_words_is_answered_only_where_both_are():
         question="What if every worker is busy?", sources=BUSY, weights=corpus.weights("What if every worker is busy?")
     )
     assert "a request waits for a free connection" in answered.answer and answered.citations == [1]
+
+
+IMAGES = """# Container images
+
+Official images are available on [Docker Hub](https://hub.docker.com/r/acme/tool "Docker Hub"), see [the tags](tags.md).
+
+- [Nightly builds](https://ci.example.com/nightly) carry the `latest` tag.
+- Build [1](https://example.com/one) is the first.
+"""
+
+
+def test_a_quote_keeps_its_links_to_other_sites_and_passes_verification():
+    draft = offline.answer(question="Is there an official container image?", sources=[("Container images", IMAGES)])
+    assert draft.answer.startswith("Official images are available on [Docker Hub](https://hub.docker.com/r/acme/tool), see the tags [1].")
+    assert offline.verify(draft=draft.answer, sources=[IMAGES]).is_good_enough
+    # A relative link points nowhere outside its page, and a number in brackets reads as a citation.
+    (item, numbered) = [u for u in units(IMAGES) if u.kind == "item"]
+    assert item.shown == "[Nightly builds](https://ci.example.com/nightly) carry the `latest` tag."
+    assert numbered.shown == "Build 1 is the first."
