@@ -190,10 +190,17 @@ def strip_html(text: str) -> str:
 # written as the code it names ("~" keeps the last part, as Sphinx shows it); ``literal`` too.
 _ROLE = re.compile(r"(?::[\w:.+-]+:|\{[\w:.+-]+\})`(~?)([^`]+)`")
 _RST_LITERAL = re.compile(r"``(?=\S)([^`]+?)``")
+# reStructuredText's hyperlinks: `text <address>`_ (a Markdown link from here on, its text alone
+# where the address is another page's label), `<address>`_, and a reference to a target defined
+# elsewhere, `text`_ (its text).
+_RST_LINK = re.compile(r"(?<![`\w])`([^`<]*?)\s*<([^`>]+)>`__?(?!\w)")
+_RST_REFERENCE = re.compile(r"(?<![`\w:}])`([^`<]+)`__?(?!\w)")
 
 
 def strip_roles(text: str) -> str:
     text = _ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`", text)
+    text = _RST_LINK.sub(lambda m: f"[{m.group(1) or m.group(2)}]({m.group(2)})", text)
+    text = _RST_REFERENCE.sub(r"\1", text)
     return _RST_LITERAL.sub(r"`\1`", text)
 
 
@@ -310,7 +317,7 @@ _ABSOLUTE_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\((https?://[^)\s]+)(?:\s+\"[^\"
 def _link_targets(raw: str) -> tuple[tuple[str, str], ...]:
     """(text, address) of the links to other sites: a quote keeps them (a relative link would point
     nowhere outside its page). Not a link whose text is a number, which would read as a citation."""
-    found = ((inline_text(m.group(1)), m.group(2)) for m in _ABSOLUTE_LINK.finditer(raw))
+    found = ((inline_text(m.group(1)), m.group(2)) for m in _ABSOLUTE_LINK.finditer(strip_roles(raw)))
     return tuple((text, url) for text, url in found if text and not text.isdigit())
 
 

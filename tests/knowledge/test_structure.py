@@ -388,3 +388,21 @@ def test_myst_directives_are_prose_or_code_and_definition_lists_are_items():
         ("code", '>>> print("hello")\nhello'),
         ("item", "`add_log_level`: Adds the log level to the event dictionary under the key `level`. Levels are lower-cased."),
     ]
+
+
+RST_LINKS = """Installing
+==========
+
+Install it from `PyPI <https://pypi.org/project/tool/>`_ and read `the tutorial`_, or `<https://example.com/faq>`__ and `Other page <other>`_.
+
+.. _the tutorial: https://example.com/tutorial
+"""
+
+
+def test_rst_hyperlinks_read_as_their_text_and_a_quote_keeps_those_to_other_sites():
+    (unit,) = units(RST_LINKS, kind="rst")
+    assert unit.text == "Install it from PyPI and read the tutorial, or https://example.com/faq and Other page."
+    assert unit.shown == (
+        "Install it from [PyPI](https://pypi.org/project/tool/) and read the tutorial, "
+        "or [https://example.com/faq](https://example.com/faq) and Other page."
+    )
