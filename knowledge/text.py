@@ -322,9 +322,15 @@ def _link_targets(raw: str) -> tuple[tuple[str, str], ...]:
 
 
 def with_links(text: str, targets: tuple[tuple[str, str], ...]) -> str:
-    """`text` with the first mention of each link's text linked again, as Markdown."""
+    """`text` with the first mention of each link's text linked again, as Markdown: a mention
+    inside a link made already (its text or its address) is not one."""
     for label, url in targets:
-        text = text.replace(label, f"[{label}]({url})", 1)
+        made = [(m.start(), m.end()) for m in _LINK.finditer(text)]
+        at = text.find(label)
+        while at >= 0 and any(start <= at < end for start, end in made):
+            at = text.find(label, at + 1)
+        if at >= 0:
+            text = f"{text[:at]}[{label}]({url}){text[at + len(label) :]}"
     return text
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from knowledge import offline
 from knowledge.citations import cite, normalise
 from knowledge.ranking import Corpus
-from knowledge.text import extractive_summary, split_sentences, terms, title_of, units
+from knowledge.text import extractive_summary, split_sentences, terms, title_of, units, with_links
 
 # ---- 1. a quoted sentence ending in "..." keeps its citation, and verification accepts it
 
@@ -405,4 +405,11 @@ def test_rst_hyperlinks_read_as_their_text_and_a_quote_keeps_those_to_other_site
     assert unit.shown == (
         "Install it from [PyPI](https://pypi.org/project/tool/) and read the tutorial, "
         "or [https://example.com/faq](https://example.com/faq) and Other page."
+    )
+
+
+def test_a_link_is_not_made_again_inside_another():
+    targets = (("GitHub", "https://github.com/acme"), ("github", "https://github.com/other"), ("Hub", "https://hub.example.com"))
+    assert with_links("On GitHub, see the github page.", targets) == (
+        "On [GitHub](https://github.com/acme), see the [github](https://github.com/other) page."
     )
