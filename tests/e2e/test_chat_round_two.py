@@ -6,6 +6,7 @@ shortcuts, pinning, and titles that follow the conversation — each with a cons
 from __future__ import annotations
 
 import datetime as dt
+import time
 from pathlib import Path
 
 import pytest
@@ -214,6 +215,15 @@ def background_is_dark(page) -> bool:
     return sum(channels) / 3 < 60
 
 
+def theme_cookie_is(s: Session, value: str, timeout: float = 10.0) -> None:
+    """Chromium stores a cookie the page writes a moment after the write returns: a reload at
+    once, on a busy machine, can still go without it (a person is never that quick)."""
+    deadline = time.monotonic() + timeout
+    while {c["name"]: c["value"] for c in s.context.cookies()}.get("theme") != value:
+        assert time.monotonic() < deadline, f"the theme cookie never became {value!r}"
+        s.page.wait_for_timeout(50)
+
+
 @pytest.mark.parametrize("viewport", VIEWPORTS)
 def test_the_theme_switch_is_remembered_and_drawn_from_the_first_paint(live_url, session, viewport):
     s = session(viewport, live_url, f"theme{viewport['width']}", color_scheme="light")
@@ -226,6 +236,7 @@ def test_the_theme_switch_is_remembered_and_drawn_from_the_first_paint(live_url,
     assert background_is_dark(page)
 
     # The server draws the next page dark already: the document arrives with the theme on <html>.
+    theme_cookie_is(s, "dark")
     response = page.reload()
     assert '<html lang="en" data-theme="dark">' in response.text()
     wait_for_socket(page)
@@ -242,6 +253,7 @@ def test_the_theme_switch_is_remembered_and_drawn_from_the_first_paint(live_url,
     assert background_is_dark(page)
     page.get_by_role("combobox", name="Theme").select_option("light")
     assert not background_is_dark(page)
+    theme_cookie_is(s, "light")
     page.reload()
     assert not background_is_dark(page)
     assert s.errors == []
