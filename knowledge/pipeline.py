@@ -444,9 +444,8 @@ CLOSE_PAGE_SHARE = 0.5
 
 
 def _closest_pages(state: PipelineState, ctx: PipelineContext | None) -> list[ClosestPage]:
+    """For a skipped request: sources were loaded only when the skip came after loading them."""
     loaded = state.get("loaded_sources") or []
-    if not (state.get("skip_reason") or "").startswith(("generate:", "verify:")):
-        return []
     if ctx is not None and ctx.corpus is not None and ctx.weights:
         corpus, weights = ctx.corpus, ctx.weights
         loaded = [s for s in loaded if corpus.page_share(weights, s["source_id"]) >= CLOSE_PAGE_SHARE]
