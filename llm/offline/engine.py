@@ -17,7 +17,7 @@ from typing import AsyncIterator
 from llm.budget import CallBudget
 from llm.errors import LLMError
 from llm.offline import phrasing, words
-from llm.offline.intents import Intent, parse
+from llm.offline.intents import Intent, is_knowledge_question, parse
 from llm.types import ChatMessage, Completion, StreamDone, T, TextDelta, ToolCall, ToolSpec, Usage
 
 MODEL_NAME = "clarion-offline"
@@ -170,9 +170,11 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
             return "search_knowledge_base", {"question": intent.search}
         answered = steps[0].result.get("should_reply")
         # What the documentation does not say may be in the person's notes ("what's the wifi
-        # password?"); not a question the documentation came close to ("how do I export my data?").
-        near = bool(steps[0].result.get("closest_pages"))
-        if not answered and not near and len(steps) == 1 and (wanted := words.key_words(intent.search or "")):
+        # password?", "what did Bob say about the budget?"), even when some page came close; not
+        # a question about how Clarion works that the documentation came close to ("how do I
+        # export my data?"), whose closest pages are the answer.
+        about_clarion = bool(steps[0].result.get("closest_pages")) and is_knowledge_question(intent.search or "")
+        if not answered and not about_clarion and len(steps) == 1 and (wanted := words.key_words(intent.search or "")):
             return "query_notes", {"search_term": wanted, "limit": NOTES_FALLBACK_LIMIT}
         if not answered and len(steps) == 2 and steps[1].result.get("notes"):
             return phrasing.notes_instead(steps[1].result, search=steps[1].result.get("filters", {}).get("search_term") or "")

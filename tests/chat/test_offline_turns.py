@@ -8,6 +8,7 @@ from channels.db import database_sync_to_async
 from django.utils import timezone
 
 from chat import agent, services
+from chat.models import Message
 from knowledge import services as knowledge_services
 from llm.offline import phrasing
 from llm.offline.intents import parse
@@ -39,6 +40,12 @@ async def answer(user, text) -> tuple[str, list[dict]]:
     calls = [json.loads(c["arguments"]) | {"tool": c["name"]} for r in rows for c in r["tool_calls"]]
     assert rows[-1]["role"] == "assistant"
     return rows[-1]["content"], calls
+
+
+@database_sync_to_async
+def newest_tool_result(user, tool_name: str) -> dict:
+    row = Message.objects.filter(conversation__owner=user, role=Message.Role.TOOL, tool_name=tool_name).latest("id")
+    return json.loads(row.content)
 
 
 @database_sync_to_async
@@ -381,12 +388,30 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
     assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
     assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")
 
-    # A question the documentation came close to is about the documentation: its closest pages
+    # A question about how Clarion works that the documentation came close to: its closest pages
     # are named, and the notes are not searched.
     await create(user=alice, title="Export", content="Export the data of the Harbor beta.")
     reply, calls = await answer(alice, "How do I export my data?")
     assert [c["tool"] for c in calls] == ["search_knowledge_base"]
     assert "The closest pages: [" in reply and "Harbor" not in reply
+
+    # A question about what someone said or when something is, which some guide page comes close
+    # to, is still the person's notes' to answer; what was said names nothing to search for.
+    await create(user=alice, title="Budget call", content="Bob said the budget is capped at 40k.")
+    await create(user=alice, title="Dentist", content="Dentist appointment on Friday at 3pm.")
+    for question, term, found in [
+        ("what did Bob say about the budget?", "bob budget", "capped at 40k"),
+        ("when is my dentist appointment?", "dentist appointment", "Friday at 3pm"),
+    ]:
+        reply, calls = await answer(alice, question)
+        assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"], question
+        assert (await newest_tool_result(alice, "search_knowledge_base"))["closest_pages"], question  # a page came close
+        assert calls[1]["search_term"] == term and found in reply and "closest" not in reply, reply
+
+    # Nothing in the notes either: the closest pages are still named.
+    reply, calls = await answer(alice, "what did Carol say about the roadmap?")
+    assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
+    assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")
 
 
 async def test_being_told_a_reply_was_wrong_says_how_to_ask_again_and_changes_nothing(alice):

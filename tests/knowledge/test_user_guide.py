@@ -376,14 +376,16 @@ def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_say
 
 
 def test_the_guide_says_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_notes():
-    # The lookup itself, and a question the documentation came close to that is not looked up:
+    # The lookup itself, and a question about how Clarion works that is not looked up:
     # tests/chat/test_offline_turns.py, a question the knowledge base cannot answer.
     notes = section("chatting-with-the-assistant.md", "What you can ask")
     assert (
-        "A question that only your notes can answer, which the knowledge base has no answer to and no page close to, "
-        "is looked up in your notes too" in notes
+        "A question that only your notes can answer, which the knowledge base has no answer to, is looked up in your "
+        "notes too (even when a page of this guide comes close)" in notes
     )
-    assert parse("what's the wifi password?").kind == "knowledge"
+    assert "a question about how Clarion works is not, and gets the closest pages instead" in notes
+    for question in ("what's the wifi password?", "what did Bob say about the budget?", "how do I export my data?"):
+        assert parse(question).kind == "knowledge", question
 
 
 def test_the_guide_says_an_unanswered_question_links_the_closest_pages():
