@@ -149,6 +149,14 @@ def analyse_long_pages(pages: Iterable[tuple[str, str]]) -> None:
             _analyse(content, kind)
 
 
+# Text in quotation marks in running text (not the quote characters a code span shows), and what
+# marks a quote as an example of asking: several words, the first in lower case. A quoted word
+# names a value or a term (the "default" option), a quoted sentence a message the page explains,
+# and a quote that is a link's text what it links to.
+_QUOTED = re.compile(r'(?<![`\w])"(\w[^"\n`]{0,198}?[\w?!.])"(?![`\w])|“([^”\n`]{1,200})”')
+_EXAMPLE = re.compile(r"^[a-z]\S*\s+\S+\s+\S")
+
+
 @functools.lru_cache(maxsize=1024)
 def _analyse(content: str, kind: str = "markdown") -> _Analysed:
     # Sources only change through a rebuild, and the same few answer most questions.
@@ -171,6 +179,12 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             text = f"{around} {unit.text}"
         if unit.kind != "code":
             weak |= name_parts(text)
+            # Words a page only quotes — what to type, in "remind me to call Bob tomorrow" — are
+            # examples of asking, not what the page is about: a question about Bob is not answered
+            # by the page that shows how to ask one.
+            quoted = [m[1] or m[2] for m in _QUOTED.finditer(text)]
+            if examples := [q for q in quoted if _EXAMPLE.search(q) and q not in unit.link_text]:
+                text = " ".join([_QUOTED.sub(" ", text), *(q for q in quoted if q not in examples)])
         # A sentence that is mostly links names other pages; a link inside a statement is part of it.
         linking = frozenset(terms(unit.link_text)) if unit.linked else frozenset()
         grouped.setdefault(unit.section, []).append(_Piece(unit, frozenset(terms(text)), weak, linking))

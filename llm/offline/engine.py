@@ -17,7 +17,7 @@ from typing import AsyncIterator
 from llm.budget import CallBudget
 from llm.errors import LLMError
 from llm.offline import phrasing, words
-from llm.offline.intents import Intent, is_knowledge_question, parse
+from llm.offline.intents import Intent, asks_how_clarion_works, parse
 from llm.types import ChatMessage, Completion, StreamDone, T, TextDelta, ToolCall, ToolSpec, Usage
 
 MODEL_NAME = "clarion-offline"
@@ -173,7 +173,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         # password?", "what did Bob say about the budget?"), even when some page came close; not
         # a question about how Clarion works that the documentation came close to ("how do I
         # export my data?"), whose closest pages are the answer.
-        about_clarion = bool(steps[0].result.get("closest_pages")) and is_knowledge_question(intent.search or "")
+        about_clarion = bool(steps[0].result.get("closest_pages")) and asks_how_clarion_works(intent.search or "")
         if not answered and not about_clarion and len(steps) == 1 and (wanted := words.key_words(intent.search or "")):
             return "query_notes", {"search_term": wanted, "limit": NOTES_FALLBACK_LIMIT}
         if not answered and len(steps) == 2 and steps[1].result.get("notes"):

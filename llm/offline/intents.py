@@ -17,7 +17,7 @@ from llm.offline.changes import new_task, write_intent
 from llm.offline.phrasing import WEEKDAYS
 from llm.offline.words import Intent
 
-__all__ = ["Intent", "is_knowledge_question", "parse"]
+__all__ = ["Intent", "asks_how_clarion_works", "is_knowledge_question", "parse"]
 
 _PASSWORD = re.compile(r"\bpasswords?\b", re.IGNORECASE)
 # Changes to notes and projects that changes.py does not read (rewriting a note, a project's
@@ -129,9 +129,15 @@ def is_knowledge_question(text: str) -> bool:
     """A how-to, conceptual or how-does-Clarion-behave question, for the knowledge base rather
     than the workspace."""
     raw = text.strip()
+    return asks_how_clarion_works(raw) or bool(_CONCEPT.search(raw) and not _MY_WORKSPACE.search(raw))
+
+
+def asks_how_clarion_works(text: str) -> bool:
+    """How to do something, how Clarion behaves, what its kinds of things can do, or a question in
+    its own vocabulary — not what something is ("what's the address of the venue?"), which may
+    be a fact of the person's own."""
+    raw = text.strip()
     if _HOW_TO.search(raw) or _BEHAVIOUR.search(raw) or _PROPERTY.search(raw):
-        return True
-    if _CONCEPT.search(raw) and not _MY_WORKSPACE.search(raw):
         return True
     is_question = bool(_QUESTION.match(raw)) or raw.endswith("?")
     return is_question and bool(_PRODUCT.search(raw)) and not _WORKSPACE_NOUN.search(raw)

@@ -414,7 +414,7 @@ _NAMING_NOTHING = frozenset(
     done have has had can could would should will shall may might must what whats where when which who whom whose why how
     put keep kept store stored save saved write wrote written find found look get got know tell show give any some
     there here of in on at to for from with about into by and or not no again please remind remember thing things stuff
-    leave left place placed set need want use used say says said mention mentioned told""".split()
+    leave left place placed set need want use used say says said mention mentioned told much many""".split()
 )
 
 

@@ -408,6 +408,18 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
         assert (await newest_tool_result(alice, "search_knowledge_base"))["closest_pages"], question  # a page came close
         assert calls[1]["search_term"] == term and found in reply and "closest" not in reply, reply
 
+    # The guide's examples of asking ("remind me to call Bob tomorrow") say nothing about Bob, and
+    # "what's the address of …?" asks for a fact of the person's own, not how Clarion works.
+    await create(user=alice, title="Travel", content="My passport is in the desk drawer. The venue address: 12 Quay Street.")
+    for question, found in [
+        ("who is Bob?", "capped at 40k"),
+        ("where is my passport?", "desk drawer"),
+        ("what's the address of the venue?", "12 Quay Street"),
+    ]:
+        reply, calls = await answer(alice, question)
+        assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"], question
+        assert found in reply and reply.endswith("these are from your notes."), reply
+
     # Nothing in the notes either: the closest pages are still named.
     reply, calls = await answer(alice, "what did Carol say about the roadmap?")
     assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]

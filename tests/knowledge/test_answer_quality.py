@@ -293,3 +293,36 @@ def test_a_quote_keeps_its_links_to_other_sites_and_passes_verification():
     (item, numbered) = [u for u in units(IMAGES) if u.kind == "item"]
     assert item.shown == "[Nightly builds](https://ci.example.com/nightly) carry the `latest` tag."
     assert numbered.shown == "Build 1 is the first."
+
+
+ASKING = """# Adding tasks
+
+Add a task by asking for it: "remind me to call Bob tomorrow" gives it a due date, and “add a task
+called Renew the passport” a title of its own.
+
+## Statuses
+
+A task is "done" once you complete it; the list shows it struck through.
+
+## Errors
+
+"The model endpoint refused Clarion's credentials" means the API key is wrong. Teams that keep
+["one task per meeting action item"](https://example.com/actions) add one task for each.
+"""
+
+
+def test_words_only_quoted_as_an_example_of_asking_are_not_what_a_page_says():
+    for question in ("Who is Bob?", "Where is my passport?"):
+        draft = offline.answer(question=question, sources=[("Adding tasks", ASKING)])
+        assert not draft.answered_from_sources, (question, draft.answer)
+    # The page still answers what it says outside its examples, and quotes them whole.
+    draft = offline.answer(question="How do I add a task with a due date?", sources=[("Adding tasks", ASKING)])
+    assert draft.answered_from_sources and '"remind me to call Bob tomorrow"' in draft.answer
+    # A single quoted word names a value or a term, and counts.
+    draft = offline.answer(question="When is a task done?", sources=[("Adding tasks", ASKING)])
+    assert draft.answered_from_sources and "struck through" in draft.answer
+    # A quoted message the page explains, and a link's quoted text, are what the page says.
+    draft = offline.answer(question='What does "The model endpoint refused credentials" mean?', sources=[("Adding tasks", ASKING)])
+    assert draft.answered_from_sources and "API key is wrong" in draft.answer
+    draft = offline.answer(question="One task per meeting action item?", sources=[("Adding tasks", ASKING)])
+    assert draft.answered_from_sources and "add one task for each" in draft.answer

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from llm.offline import words
-from llm.offline.intents import Intent, parse
+from llm.offline.intents import Intent, asks_how_clarion_works, parse
 
 
 @pytest.mark.parametrize(
@@ -466,3 +466,20 @@ def test_every_request_the_readme_shows_is_one_the_offline_engine_acts_on():
     assert len(examples) >= 15
     for example in examples:
         assert parse(example).kind not in {"help", "knowledge", "cannot", "which_task"}, example
+
+
+@pytest.mark.parametrize(
+    ("text", "how_clarion_works"),
+    [
+        ("how do I export my data?", True),
+        ("what happens to what I type while a question is pending?", True),
+        ("can the assistant delete my notes?", True),
+        ("what is the default option?", True),
+        ("what's the address of the venue?", False),
+        ("what did Bob say about the budget?", False),
+        ("when is my dentist appointment?", False),
+    ],
+)
+def test_a_question_about_how_clarion_works_is_told_from_a_question_of_fact(text, how_clarion_works):
+    assert asks_how_clarion_works(text) is how_clarion_works
+    assert parse(text).kind == "knowledge"
