@@ -117,6 +117,7 @@ class _Piece:
     terms: frozenset[str]
     weak: frozenset[str] = frozenset()  # terms only found inside code: names and strings count half
     linking: frozenset[str] = frozenset()  # terms inside its links: they name another page
+    examples: frozenset[str] = frozenset()  # terms only in its examples of asking (see _QUOTED)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class _Section:
     heading: str
     context: frozenset[str]  # terms of the headings above it (page title added per request)
     terms: frozenset[str]  # terms of everything in it
+    examples: frozenset[str]  # terms only in its examples of asking
     pieces: tuple[_Piece, ...]
     chars: int
 
@@ -179,15 +181,17 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             text = f"{around} {unit.text}"
         if unit.kind != "code":
             weak |= name_parts(text)
+        piece_terms = frozenset(terms(text))
+        examples: frozenset[str] = frozenset()
+        if unit.kind != "code":
             # Words a page only quotes — what to type, in "remind me to call Bob tomorrow" — are
-            # examples of asking, not what the page is about: a question about Bob is not answered
-            # by the page that shows how to ask one.
+            # examples of asking: they answer how to ask, not a question about Bob.
             quoted = [m[1] or m[2] for m in _QUOTED.finditer(text)]
-            if examples := [q for q in quoted if _EXAMPLE.search(q) and q not in unit.link_text]:
-                text = " ".join([_QUOTED.sub(" ", text), *(q for q in quoted if q not in examples)])
+            if asking := [q for q in quoted if _EXAMPLE.search(q) and q not in unit.link_text]:
+                examples = piece_terms - frozenset(terms(" ".join([_QUOTED.sub(" ", text), *(q for q in quoted if q not in asking)])))
         # A sentence that is mostly links names other pages; a link inside a statement is part of it.
         linking = frozenset(terms(unit.link_text)) if unit.linked else frozenset()
-        grouped.setdefault(unit.section, []).append(_Piece(unit, frozenset(terms(text)), weak, linking))
+        grouped.setdefault(unit.section, []).append(_Piece(unit, piece_terms, weak, linking, examples))
     sections = {}
     for number, pieces in grouped.items():
         path = document.section_headings[number] if number < len(document.section_headings) else ()
@@ -195,6 +199,7 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             heading=path[-1] if path else "",
             context=frozenset(t for heading in path for t in terms(heading)),
             terms=frozenset().union(*(p.terms for p in pieces)),
+            examples=frozenset().union(*(p.terms for p in pieces)) - frozenset().union(*(p.terms - p.examples for p in pieces)),
             pieces=tuple(pieces),
             chars=sum(len(p.unit.text) for p in pieces),
         )
@@ -304,6 +309,10 @@ def answer(
     wanted_set = frozenset(wanted)
     page_titles = [frozenset(terms(src[0])) for src in sources]
 
+    def said(item: _Piece | _Section) -> frozenset[str]:
+        # A how-to question is answered by the examples of asking too; any other by what pages say.
+        return item.terms if how_to else item.terms - item.examples
+
     def mass(found: Iterable[str]) -> float:
         return sum(weight[t] for t in found)
 
@@ -313,7 +322,7 @@ def answer(
         intro = min(info.sections, default=None)
         for key, section in info.sections.items():
             context = section.context | title_terms
-            section_wanted = wanted_set & (section.terms | context)
+            section_wanted = wanted_set & (said(section) | context)
             section_cover[(number, key)] = mass(section_wanted) / total
             if section_cover[(number, key)] < PAIR_COVERAGE:
                 continue  # no piece of it can cover enough of the question, even with another source
@@ -324,7 +333,7 @@ def answer(
             fit = len(heading_terms & wanted_set) / len(heading_terms) if heading_terms else 0.0
             heading_match = fit * mass(heading_terms & wanted_set) / total
             for index, piece in enumerate(section.pieces):
-                own_terms = wanted_set & piece.terms
+                own_terms = wanted_set & said(piece)
                 # A page's opening sentences are about what its title names.
                 opening = index < 2 and piece.unit.kind in ("sentence", "item")
                 if not own_terms and not opening:
@@ -334,7 +343,7 @@ def answer(
                 if asks_default and piece.unit.kind == "code" and own_terms & piece.weak:
                     continue  # an example that sets the value does not say what it is by default
                 in_context = (wanted_set & context) - own_terms
-                nearby = (wanted_set & section.terms) - own_terms - in_context
+                nearby = (wanted_set & said(section)) - own_terms - in_context
                 own = (mass(own_terms - piece.weak - piece.linking) + 0.5 * mass(own_terms & (piece.weak | piece.linking))) / total
                 # A section is about what its heading names (its first sentences most of all,
                 # and at the top of the page, what the title names).
@@ -361,7 +370,7 @@ def answer(
         section = analysed[c.source - 1].sections[c.section]
         return (
             c.coverage >= needed
-            and (len(wanted_set) > FEW_TERMS or wanted_set <= section.terms | section.context | page_titles[c.source - 1])
+            and (len(wanted_set) > FEW_TERMS or wanted_set <= said(section) | section.context | page_titles[c.source - 1])
             and c.own >= MIN_OWN * needed / MIN_COVERAGE
             and (asks.value is None or bool(asks.value.search(c.piece.unit.text)))
             and (not asks.default or _DEFAULT in section.terms)
@@ -376,13 +385,13 @@ def answer(
     best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
     chosen = _from_section(best, candidates, analysed, max_units=max_units, how_to=how_to)
     section = analysed[best.source - 1].sections[best.section]
-    covered = set(wanted) & (section.terms | section.context | page_titles[best.source - 1])
+    covered = set(wanted) & (said(section) | section.context | page_titles[best.source - 1])
     missing = set(wanted) - covered
     if mass(missing) >= SECOND_SOURCE_SHARE * total:
         # Only a piece that brings most of what is missing: a stray shared word is not the other half.
-        others = [c for c in qualified if c.source != best.source and mass(c.piece.terms & missing) >= 0.5 * mass(missing)]
+        others = [c for c in qualified if c.source != best.source and mass(said(c.piece) & missing) >= 0.5 * mass(missing)]
         if others:
-            second = max(others, key=lambda c: (mass(c.piece.terms & missing), c.score))
+            second = max(others, key=lambda c: (mass(said(c.piece) & missing), c.score))
             chosen += _from_section(second, candidates, analysed, max_units=2)
     return _render(chosen, analysed, titles=[src[0] for src in sources], max_chars=max_chars)
 

@@ -321,6 +321,11 @@ def test_words_only_quoted_as_an_example_of_asking_are_not_what_a_page_says():
     # A single quoted word names a value or a term, and counts.
     draft = offline.answer(question="When is a task done?", sources=[("Adding tasks", ASKING)])
     assert draft.answered_from_sources and "struck through" in draft.answer
+    # How to ask is what the examples show.
+    reminders = '# Reminders\n\nSay "remind me to call Bob tomorrow" in the chat, and the task is due tomorrow.\n'
+    draft = offline.answer(question="How do I get reminded to call Bob?", sources=[("Reminders", reminders)])
+    assert draft.answered_from_sources and '"remind me to call Bob tomorrow"' in draft.answer
+    assert not offline.answer(question="Who do I call tomorrow?", sources=[("Reminders", reminders)]).answered_from_sources
     # A quoted message the page explains, and a link's quoted text, are what the page says.
     draft = offline.answer(question='What does "The model endpoint refused credentials" mean?', sources=[("Adding tasks", ASKING)])
     assert draft.answered_from_sources and "API key is wrong" in draft.answer
