@@ -167,8 +167,9 @@ def tasks_for_user(
         tasks = tasks.filter(project_id=project_id)
     elif unfiled:
         tasks = tasks.filter(project__isnull=True)
-    if search:
-        tasks = tasks.filter(title__icontains=search)
+    # Each word on its own: "call landlord" finds "Call the landlord".
+    for word in (search or "").split():
+        tasks = tasks.filter(title__icontains=word)
     if priority_at_least is not None:
         levels = Task.Priority.values  # lowest first
         tasks = tasks.filter(priority__in=levels[levels.index(priority_at_least) :])

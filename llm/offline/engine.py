@@ -127,7 +127,7 @@ FOCUS_QUERIES = (
 )
 FOCUS_LIMIT = 20
 FIND_LIMIT = 10  # of each: tasks, notes
-NOTES_FALLBACK_LIMIT = 5  # notes shown when the knowledge base has no answer
+WORKSPACE_FALLBACK_LIMIT = 5  # tasks and notes shown when the knowledge base has no answer
 WRITE_KINDS = {
     "delete_tasks", "complete_tasks", "reopen_tasks", "move_tasks", "update_tasks", "create_task", "create_note", "delete_notes",
     "move_notes", "create_project", "update_project", "delete_project", "finish_project",
@@ -169,15 +169,18 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         if not steps:
             return "search_knowledge_base", {"question": intent.search}
         answered = steps[0].result.get("should_reply")
-        # What the documentation does not say may be in the person's notes ("what's the wifi
-        # password?", "what did Bob say about the budget?"), even when some page came close; not
+        # What the documentation does not say may be in the person's tasks or notes ("did I call
+        # the landlord?", "what did Bob say about the budget?"), even when some page came close; not
         # a question about how Clarion works that the documentation came close to ("how do I
         # export my data?"), whose closest pages are the answer.
         about_clarion = bool(steps[0].result.get("closest_pages")) and asks_how_clarion_works(intent.search or "")
         if not answered and not about_clarion and len(steps) == 1 and (wanted := words.key_words(intent.search or "")):
-            return "query_notes", {"search_term": wanted, "limit": NOTES_FALLBACK_LIMIT}
-        if not answered and len(steps) == 2 and steps[1].result.get("notes"):
-            return phrasing.notes_instead(steps[1].result, search=steps[1].result.get("filters", {}).get("search_term") or "")
+            return [
+                ("query_tasks", {"search": wanted, "limit": WORKSPACE_FALLBACK_LIMIT}),
+                ("query_notes", {"search_term": wanted, "limit": WORKSPACE_FALLBACK_LIMIT}),
+            ]
+        if not answered and len(steps) == 3 and (steps[1].result.get("tasks") or steps[2].result.get("notes")):
+            return phrasing.workspace_instead(steps[1].result, steps[2].result, search=words.key_words(intent.search or "") or "")
         return phrasing.knowledge_answer(steps[0].result)
     if intent.kind == "overview":
         if not steps:

@@ -493,9 +493,16 @@ def operations_outcome(result: dict, *, more: int = 0) -> str:
     return "Cancelled — nothing was changed."
 
 
-def notes_instead(result: dict, *, search: str) -> str:
-    """The knowledge base had no answer, and the person's notes have the words asked about."""
-    return notes_answer(result, project_name=None, search=search) + "\n\nThe knowledge base doesn't cover that; these are from your notes."
+def workspace_instead(tasks: dict, notes: dict, *, search: str) -> str:
+    """The knowledge base had no answer, and the person's task titles or notes have the words
+    asked about: what matched, and where it comes from."""
+    parts = []
+    if tasks["tasks"]:
+        parts.append(tasks_answer(tasks, project_name=None, search=search))
+    if notes["notes"]:
+        parts.append(notes_answer(notes, project_name=None, search=search))
+    where = "tasks and notes" if len(parts) == 2 else "tasks" if tasks["tasks"] else "notes"
+    return "\n\n".join(parts) + f"\n\nThe knowledge base doesn't cover that; these are from your {where}."
 
 
 def knowledge_answer(result: dict) -> str:

@@ -42,6 +42,10 @@ async def answer(user, text) -> tuple[str, list[dict]]:
     return rows[-1]["content"], calls
 
 
+# A question the knowledge base has no answer to, looked up in the person's task titles and notes.
+LOOKED_UP = ["search_knowledge_base", "query_tasks", "query_notes"]
+
+
 @database_sync_to_async
 def newest_tool_result(user, tool_name: str) -> dict:
     row = Message.objects.filter(conversation__owner=user, role=Message.Role.TOOL, tool_name=tool_name).latest("id")
@@ -373,19 +377,19 @@ async def test_a_change_to_everything_due_on_a_day_picks_the_tasks_due_then_and_
     assert len(proposal["operations"]) == 1  # "Pay rent" alone, not the task whose title says it
 
 
-async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_persons_notes(alice, bob):
+async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_persons_tasks_and_notes(alice, bob):
     assert (await database_sync_to_async(knowledge_services.rebuild_kb_index)()).ok  # the shipped user guide
     create = database_sync_to_async(workspace_services.create_note)
     await create(user=alice, title="Home", content="The wifi password is on the fridge.")
     await create(user=bob, title="Office", content="The wifi password is taped under the desk.")
     reply, calls = await answer(alice, "where did I put the wifi password?")
-    assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
-    assert calls[1]["search_term"] == "wifi password"
+    assert [c["tool"] for c in calls] == LOOKED_UP
+    assert calls[1]["search"] == calls[2]["search_term"] == "wifi password"
     assert reply.startswith("I found 1 note matching “wifi password”:") and "on the fridge" in reply and "desk" not in reply
     assert reply.endswith("The knowledge base doesn't cover that; these are from your notes.")
 
     reply, calls = await answer(alice, "Can questions be answered by voice?")  # in neither
-    assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
+    assert [c["tool"] for c in calls] == LOOKED_UP
     assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")
 
     # A question about how Clarion works that the documentation came close to: its closest pages
@@ -404,9 +408,9 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
         ("when is my dentist appointment?", "dentist appointment", "Friday at 3pm"),
     ]:
         reply, calls = await answer(alice, question)
-        assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"], question
+        assert [c["tool"] for c in calls] == LOOKED_UP, question
         assert (await newest_tool_result(alice, "search_knowledge_base"))["closest_pages"], question  # a page came close
-        assert calls[1]["search_term"] == term and found in reply and "closest" not in reply, reply
+        assert calls[2]["search_term"] == term and found in reply and "closest" not in reply, reply
 
     # The guide's examples of asking ("remind me to call Bob tomorrow") say nothing about Bob, and
     # "what's the address of …?" asks for a fact of the person's own, not how Clarion works.
@@ -417,12 +421,25 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
         ("what's the address of the venue?", "12 Quay Street"),
     ]:
         reply, calls = await answer(alice, question)
-        assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"], question
+        assert [c["tool"] for c in calls] == LOOKED_UP, question
         assert found in reply and reply.endswith("these are from your notes."), reply
 
-    # Nothing in the notes either: the closest pages are still named.
+    # A task's title answers too ("did I call …?" is its status), and the reply says where from;
+    # another person's task never shows.
+    add_task = database_sync_to_async(workspace_services.create_task)
+    await add_task(user=alice, title="Call the landlord about the faucet")
+    await add_task(user=bob, title="Call the landlord about the rent")
+    reply, calls = await answer(alice, "did I call the landlord?")
+    assert [c["tool"] for c in calls] == LOOKED_UP and calls[1]["search"] == "call landlord"
+    assert "**Call the landlord about the faucet** — to-do" in reply and "rent" not in reply
+    assert reply.endswith("The knowledge base doesn't cover that; these are from your tasks.")
+    await create(user=alice, title="Landlord", content="Call the landlord before the end of the month.")
+    reply, _ = await answer(alice, "did I call the landlord?")
+    assert "faucet" in reply and "end of the month" in reply and reply.endswith("these are from your tasks and notes.")
+
+    # Nothing in the tasks or notes either: the closest pages are still named.
     reply, calls = await answer(alice, "what did Carol say about the roadmap?")
-    assert [c["tool"] for c in calls] == ["search_knowledge_base", "query_notes"]
+    assert [c["tool"] for c in calls] == LOOKED_UP
     assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")
 
 

@@ -375,13 +375,13 @@ def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_say
     assert parse("remind me to call Bob tomorrow").due == "tomorrow"
 
 
-def test_the_guide_says_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_notes():
+def test_the_guide_says_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_tasks_and_notes():
     # The lookup itself, and a question about how Clarion works that is not looked up:
     # tests/chat/test_offline_turns.py, a question the knowledge base cannot answer.
     notes = section("chatting-with-the-assistant.md", "What you can ask")
     assert (
-        "A question that only your notes can answer, which the knowledge base has no answer to, is looked up in your "
-        "notes too (even when a page of this guide comes close)" in notes
+        "A question that only your tasks or notes can answer, which the knowledge base has no answer to, is looked up "
+        "in your task titles and notes too (even when a page of this guide comes close)" in notes
     )
     assert "a question about how Clarion works is not, and gets the closest pages instead" in notes
     for question in ("what's the wifi password?", "what did Bob say about the budget?", "how do I export my data?"):
