@@ -179,11 +179,10 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             around = " ".join((unit.lead, *unit.parents))
             weak = frozenset(terms(around)) - frozenset(terms(unit.text))
             text = f"{around} {unit.text}"
-        if unit.kind != "code":
-            weak |= name_parts(text)
         piece_terms = frozenset(terms(text))
         examples: frozenset[str] = frozenset()
         if unit.kind != "code":
+            weak |= name_parts(text)
             # Words a page only quotes — what to type, in "remind me to call Bob tomorrow" — are
             # examples of asking: they answer how to ask, not a question about Bob.
             quoted = [m[1] or m[2] for m in _QUOTED.finditer(text)]

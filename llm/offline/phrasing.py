@@ -247,16 +247,18 @@ def find_answer(tasks: dict, notes: dict, *, search: str) -> str:
     """A word looked up in the task titles and the notes: what matched in each."""
     if not tasks["tasks"] and not notes["notes"]:
         return f"Nothing in your tasks or notes matches “{search}”. To add it as a task, say “add a task called {search}”."
-    parts = []
-    if tasks["tasks"]:
-        parts.append(tasks_answer(tasks, project_name=None, search=search))
-    if notes["notes"]:
-        parts.append(notes_answer(notes, project_name=None, search=search))
+    parts = _matches(tasks, notes, search=search)
     if not tasks["tasks"]:
         parts.append(f"No task title matches “{search}”.")
     if not notes["notes"]:
         parts.append(f"No note matches “{search}”.")
     return "\n\n".join(parts)
+
+
+def _matches(tasks: dict, notes: dict, *, search: str) -> list[str]:
+    """The tasks and the notes a search found, each listed if any."""
+    found = [tasks_answer(tasks, project_name=None, search=search)] if tasks["tasks"] else []
+    return found + ([notes_answer(notes, project_name=None, search=search)] if notes["notes"] else [])
 
 
 def projects_answer(result: dict, *, archived_only: bool = False) -> str:
@@ -496,11 +498,7 @@ def operations_outcome(result: dict, *, more: int = 0) -> str:
 def workspace_instead(tasks: dict, notes: dict, *, search: str) -> str:
     """The knowledge base had no answer, and the person's task titles or notes have the words
     asked about: what matched, and where it comes from."""
-    parts = []
-    if tasks["tasks"]:
-        parts.append(tasks_answer(tasks, project_name=None, search=search))
-    if notes["notes"]:
-        parts.append(notes_answer(notes, project_name=None, search=search))
+    parts = _matches(tasks, notes, search=search)
     where = "tasks and notes" if len(parts) == 2 else "tasks" if tasks["tasks"] else "notes"
     return "\n\n".join(parts) + f"\n\nThe knowledge base doesn't cover that; these are from your {where}."
 
