@@ -84,6 +84,16 @@ def test_after_a_logout_the_old_session_cookie_opens_nothing(client, alice, alic
     assert response.status_code == 302 and "/login/" in response["Location"]
 
 
+def test_a_logout_leaves_the_persons_other_browsers_logged_in(alice, alices_conversation):
+    here, elsewhere = Client(), Client()
+    here.force_login(alice)
+    elsewhere.force_login(alice)
+    url = reverse("chat:conversation", args=[alices_conversation.pk])
+    assert here.post(reverse("logout")).status_code == 302
+    assert here.get(url).status_code == 302
+    assert elsewhere.get(url).status_code == 200
+
+
 OLD = "pw-xxxxxxxx"  # the fixtures' password
 NEW = "a-longer-new-passphrase"
 

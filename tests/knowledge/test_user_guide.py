@@ -269,6 +269,14 @@ def test_a_question_the_guide_asks_is_answered_from_its_page(user_guide, page, q
     assert result.citations[0].source_id == f"docs/user-guide/{page}", [c.source_id for c in result.citations]
 
 
+def test_the_guide_says_what_logging_out_ends():
+    # The behaviour: tests/test_auth.py, a logout (this browser's session, its old cookie, the
+    # other browsers) and a password change (which logs the other browsers out).
+    section_text = section("getting-started.md", "How do I log out?")
+    assert "**Log out** in the top bar ends your session in this browser" in section_text
+    assert "Other browsers logged in as you stay logged in until they log out too, or until you change your password." in section_text
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("request_text", ["change my password", "I forgot my password"])
 def test_a_password_request_is_answered_from_the_guide(user_guide, request_text):
