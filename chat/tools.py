@@ -60,7 +60,7 @@ class QueryTasksArgs(_Args):
         "Newest first; completed tasks alone, the most recently completed first.",
     )
     project_id: int | None = Field(None, description="Only tasks in this project (an id from query_projects).")
-    search: str | None = Field(None, max_length=200, description="Case-insensitive words the task title must all contain.")
+    search: str | None = Field(None, max_length=200, description="Case-insensitive text the task title must contain.")
     due: (
         Literal[
             "overdue",

@@ -167,9 +167,8 @@ def tasks_for_user(
         tasks = tasks.filter(project_id=project_id)
     elif unfiled:
         tasks = tasks.filter(project__isnull=True)
-    # Each word on its own: "call landlord" finds "Call the landlord".
-    for word in (search or "").split():
-        tasks = tasks.filter(title__icontains=word)
+    if search:
+        tasks = tasks.filter(title__icontains=search)
     if priority_at_least is not None:
         levels = Task.Priority.values  # lowest first
         tasks = tasks.filter(priority__in=levels[levels.index(priority_at_least) :])

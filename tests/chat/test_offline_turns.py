@@ -427,11 +427,11 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
     # A task's title answers too ("did I call …?" is its status), and the reply says where from;
     # another person's task never shows.
     add_task = database_sync_to_async(workspace_services.create_task)
-    await add_task(user=alice, title="Call the landlord about the faucet")
-    await add_task(user=bob, title="Call the landlord about the rent")
+    await add_task(user=alice, title="Call landlord about the faucet")
+    await add_task(user=bob, title="Call landlord about the rent")
     reply, calls = await answer(alice, "did I call the landlord?")
     assert [c["tool"] for c in calls] == LOOKED_UP and calls[1]["search"] == "call landlord"
-    assert "**Call the landlord about the faucet** — to-do" in reply and "rent" not in reply
+    assert "**Call landlord about the faucet** — to-do" in reply and "rent" not in reply
     assert reply.endswith("The knowledge base doesn't cover that; these are from your tasks.")
     await create(user=alice, title="Landlord", content="Call the landlord before the end of the month.")
     reply, _ = await answer(alice, "did I call the landlord?")

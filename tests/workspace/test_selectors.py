@@ -19,19 +19,6 @@ def test_task_status_and_search_filters(three_workspaces, bob):
     assert open_tasks == {"design homepage bob", "write copy bob", "buy milk bob"}  # everything but "ship beta"
 
 
-def test_a_task_search_finds_titles_with_every_word_in_any_order(alice, bob):
-    for title in ("Call the landlord about the faucet", "Call the bank", "Landlord: call back"):
-        services.create_task(user=alice, title=title)
-    services.create_task(user=bob, title="Call the landlord about the rent")
-
-    def found(search):
-        return sorted(t.title for t in selectors.tasks_for_user(user=alice, search=search).items)
-
-    assert found("call landlord") == ["Call the landlord about the faucet", "Landlord: call back"]
-    assert found("  CALL   the  ") == ["Call the bank", "Call the landlord about the faucet"]
-    assert found("call plumber") == []
-
-
 def test_tasks_of_a_priority_or_higher(alice, bob):
     for title, priority in [("low", "low"), ("medium", "medium"), ("high", "high"), ("urgent", "urgent")]:
         services.create_task(user=alice, title=title, priority=priority)
