@@ -187,18 +187,20 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
             # examples of asking: they answer how to ask, not a question about Bob.
             quoted = [m[1] or m[2] for m in _QUOTED.finditer(text)]
             if asking := [q for q in quoted if _EXAMPLE.search(q) and q not in unit.link_text]:
-                examples = piece_terms - frozenset(terms(" ".join([_QUOTED.sub(" ", text), *(q for q in quoted if q not in asking)])))
+                without_them = " ".join([_QUOTED.sub(" ", text), *(q for q in quoted if q not in asking)])
+                examples = piece_terms - frozenset(terms(without_them))
         # A sentence that is mostly links names other pages; a link inside a statement is part of it.
         linking = frozenset(terms(unit.link_text)) if unit.linked else frozenset()
         grouped.setdefault(unit.section, []).append(_Piece(unit, piece_terms, weak, linking, examples))
     sections = {}
     for number, pieces in grouped.items():
         path = document.section_headings[number] if number < len(document.section_headings) else ()
+        every = frozenset().union(*(p.terms for p in pieces))
         sections[number] = _Section(
             heading=path[-1] if path else "",
             context=frozenset(t for heading in path for t in terms(heading)),
-            terms=frozenset().union(*(p.terms for p in pieces)),
-            examples=frozenset().union(*(p.terms for p in pieces)) - frozenset().union(*(p.terms - p.examples for p in pieces)),
+            terms=every,
+            examples=every - frozenset().union(*(p.terms - p.examples for p in pieces)),
             pieces=tuple(pieces),
             chars=sum(len(p.unit.text) for p in pieces),
         )
