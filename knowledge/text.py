@@ -188,7 +188,8 @@ def strip_html(text: str) -> str:
 
 # An interpreted-text role, reStructuredText's (:class:`~pkg.Name`) or MyST's ({py:func}`name`):
 # written as the code it names ("~" keeps the last part, as Sphinx shows it); ``literal`` too.
-_ROLE = re.compile(r"(?::[\w:.+-]+:|\{[\w:.+-]+\})`(~?)([^`]+)`")
+# Not inside a code span: "`{today}` (the date) and `{snapshot}`" is two placeholders, no role.
+_ROLE = re.compile(r"(?<!`)(?::[\w:.+-]+:|\{[\w:.+-]+\})`(~?)([^`\s][^`]*)`")
 _RST_LITERAL = re.compile(r"``(?=\S)([^`]+?)``")
 # reStructuredText's hyperlinks: `text <address>`_ (a Markdown link from here on, its text alone
 # where the address is another page's label), `<address>`_, and a reference to a target defined

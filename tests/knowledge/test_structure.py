@@ -353,6 +353,13 @@ def test_rst_object_descriptions_are_sections_and_their_fields_are_items():
     assert offline.verify(draft=draft.answer, sources=[REFERENCE]).is_good_enough
 
 
+def test_placeholders_in_code_spans_are_not_read_as_roles():
+    """`{today}` followed by a code span is two spans, not MyST's {role}`target`."""
+    page = "# Prompts\n\n## Chat prompts\n\nThe chat prompt fills in `{today}` (the person's date) and `{snapshot}` (the workspace).\n"
+    assert [u.text for u in units(page)] == ["The chat prompt fills in `{today}` (the person's date) and `{snapshot}` (the workspace)."]
+    assert [u.text for u in units("Call {py:func}`~pkg.run` or :class:`Session`.\n", kind="md")] == ["Call `run` or `Session`."]
+
+
 # ---- MyST's directives and definition lists
 
 MYST = """# Standard library
