@@ -246,6 +246,9 @@ _HOW_TO = re.compile(
 # off?") is answered first by an option or setting written as code (`--skip-string-normalization`,
 # `profile = "black"`).
 _ASKS_FOR_A_SWITCH = re.compile(_SWITCH, re.IGNORECASE)
+# "What happens if I don't answer a question?" and "How do I answer a question?" share every
+# word that weighs; only the negation tells which heading the question restates.
+_NEGATION = re.compile(r"\b(?:not|never|without|no)\b|n't\b", re.IGNORECASE)
 _ACTIONABLE = re.compile(r"`-{1,2}[\w-]+|`[\w.]+\s*=|`[^`]*\s-{1,2}[a-z]")
 
 
@@ -309,6 +312,10 @@ def answer(
     asks_default = _DEFAULT in wanted
     wanted_set = frozenset(wanted)
     page_titles = [frozenset(terms(src[0])) for src in sources]
+    # Where a loaded heading negates, a heading restates the question fully only if both negate or
+    # neither does; where none does, a problem report ("X doesn't work") loses nothing.
+    negates = bool(_NEGATION.search(question))
+    headings_negate = any(_NEGATION.search(section.heading) for info in analysed for section in info.sections.values())
 
     def said(item: _Piece | _Section) -> frozenset[str]:
         # A how-to question is answered by the examples of asking too; any other by what pages say.
@@ -333,6 +340,8 @@ def answer(
             heading_terms = frozenset(terms(section.heading)) - QUESTION_FRAME
             fit = len(heading_terms & wanted_set) / len(heading_terms) if heading_terms else 0.0
             heading_match = fit * mass(heading_terms & wanted_set) / total
+            if headings_negate and bool(_NEGATION.search(section.heading)) != negates:
+                heading_match *= 0.5
             for index, piece in enumerate(section.pieces):
                 own_terms = wanted_set & said(piece)
                 # A page's opening sentences are about what its title names.

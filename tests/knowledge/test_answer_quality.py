@@ -138,6 +138,29 @@ def test_a_section_whose_heading_the_question_restates_is_selected_first():
     assert "Python 3.8 or newer" in draft.answer and draft.citations == [1]
 
 
+CARDS = """# Cards
+
+## How do I answer a card?
+
+To answer a card, click one of its options or press its key.
+
+## What happens if I don't answer a card?
+
+When the countdown ends, the default option is applied for you.
+"""
+
+
+def test_a_question_that_negates_restates_the_heading_that_negates_too():
+    def said(question: str) -> str:
+        return offline.answer(question=question, sources=[("Cards", CARDS)]).answer
+
+    assert "default option is applied" in said("What happens if I don't answer a card?")
+    assert "click one of its options" in said("How do I answer a card?")
+    # With no heading that negates, a problem report keeps the heading it restates in full.
+    plain = CARDS.replace("## What happens if I don't answer a card?", "## Countdowns")
+    assert "click one of its options" in offline.answer(question="I can't answer a card", sources=[("Cards", plain)]).answer
+
+
 def test_two_pages_that_each_share_a_word_do_not_answer_a_question_about_one_thing():
     tags = "# Tags\n\nTag the current commit before you push it.\n"
     grammar = "# Grammar\n\nContext managers may be wrapped in parentheses.\n"
