@@ -375,8 +375,24 @@ def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_say
         "what did I note about the launch?": "notes",
         "what did I finish this week?": "tasks",
         "how is the Atlas project going?": "project_status",
+        "mark buy milk as done": "complete_tasks",
+        "I finished buy milk": "complete_tasks",
+        "reopen the task buy milk": "reopen_tasks",
+        "start working on buy milk": "update_tasks",
+        "make buy milk urgent": "update_tasks",
+        "push buy milk to Friday": "update_tasks",
+        "rename the task buy milk to buy oat milk": "update_tasks",
+        "move buy milk to Harbor": "move_tasks",
+        "delete buy milk": "delete_tasks",
+        "rename the note Retro to Launch retro": "rename_note",
+        "move the note Venue ideas to Harbor": "move_notes",
+        "delete the note Venue ideas": "delete_notes",
+        "create a project called Garden": "create_project",
+        "rename the Atlas project to Atlas web": "update_project",
+        "archive the Atlas project": "update_project",
+        "delete the Harbor project": "delete_project",
     }
-    assert set(expected) <= set(quoted)
+    assert set(quoted) == set(expected), "every request the page quotes is checked here"
     for example, kind in expected.items():
         assert parse(example).kind == kind, example
     assert parse("add a task called Book the venue in Harbor").project_name == "Harbor"

@@ -1,5 +1,5 @@
 """The user guide answers questions about Clarion as it behaves today, through the offline engine:
-the three questions it used to answer wrongly, and what each answer must (and must not) say."""
+the questions it used to answer wrongly, and what each answer must (and must not) say."""
 
 from __future__ import annotations
 
@@ -66,6 +66,22 @@ GUIDE = "docs/user-guide/"
             ["A task is something to do and a note is something to keep"],
             ["What does a task have?"],
         ),
+        (
+            "How do I mark a task as done?",
+            "projects-tasks-and-notes.md",
+            ['"mark buy milk as done"', "confirmation card"],
+            ["Can I undo a change?", "not done"],
+        ),
+        ("How do I delete a task?", "projects-tasks-and-notes.md", ['"delete buy milk"'], ["archive"]),
+        ("How do I rename a project?", "projects-tasks-and-notes.md", ['"rename the Atlas project to Atlas web"'], []),
+        (
+            "What happens if I don't answer a question?",
+            "answering-questions.md",
+            ["the default option marked on the card is applied for you", "Timed out — no answer", "never applied"],
+            ["click an option"],
+        ),
+        ("Why was my upload refused?", "managing-sources.md", ["is not readable text", "`KNOWLEDGE_MAX_SOURCE_BYTES`"], ["403"]),
+        ("How do I change the system prompt?", "tuning-prompts-in-the-admin.md", ["`{today}` (the person's date", "`{snapshot}`"], ["``"]),
     ],
     ids=[
         "several-at-once",
@@ -79,6 +95,12 @@ GUIDE = "docs/user-guide/"
         "who-sees",
         "limits",
         "task-or-note",
+        "mark-done",
+        "delete-task",
+        "rename-project",
+        "no-answer",
+        "upload-refused",
+        "system-prompt",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
