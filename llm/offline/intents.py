@@ -109,8 +109,8 @@ _PRODUCT = re.compile(
 _WORKSPACE_NOUN = re.compile(r"\b(?:tasks?|notes?|projects?|to-?dos?|on my plate)\b", re.IGNORECASE)
 # What tasks, notes, projects or the assistant are or can do, asked of the kind rather than of
 # one's data: "do notes support markdown?", "are my tasks backed up?", "can the assistant delete
-# my notes?", "where are my notes stored?", "how many tasks can I have?". Not "are my tasks done?"
-# nor "does Atlas have open tasks?", which ask about the data.
+# my notes?", "where are my notes stored?", "how many tasks can I have?", "what priorities can a
+# task have?". Not "are my tasks done?" nor "does Atlas have open tasks?", which ask about the data.
 _PROPERTY = re.compile(
     r"^(?:(?:can|could|does|do|is|are|will|would)\s+(?:(?:a|an|the|my|our)\s+)?"
     r"(?:tasks?|notes?|projects?|to-?dos?|assistant|clarion|other\s+users?|other\s+people|anyone|someone)\b"
@@ -119,6 +119,7 @@ _PROPERTY = re.compile(
     r"|recur\w*|repeat\w*|import\w*|export\w*|know|change|delete|edit|limit\w*|link\w*|nest\w*|tag\w*|assign\w*)\b"
     r"|where\s+(?:are|is)\s+(?:my|our|the)\s+.*\b(?:stored|saved|kept)\b|who\s+(?:else\s+)?(?:can|could|is\s+able\s+to)\s+(?:see|read|access|edit|change)\b"
     r"|are\s+there\s+(?:any\s+)?limits?\b"
+    r"|^(?:what|which)\s+(?:\w+\s+){0,2}(?:can|could|may|does|do)\s+(?:a|an)\s+(?:task|note|project)\s+(?:have|contain|hold|be)\b"
     r"|how\s+many\s+.*\bcan\s+(?:i|we|you)\s+(?:have|create|add|make|store|keep)\b"
     r"|what\s+(?:does|can|do)\s+(?:the\s+assistant|clarion|it|you)\s+(?:know|see|read|remember)\b)",
     re.IGNORECASE,

@@ -85,6 +85,9 @@ ABOUT_CLARION = [
     "does the assistant change my tasks without asking?",
     "can the assistant delete my notes?",
     "what does the assistant know about my projects?",
+    "what priorities can a task have?",
+    "which statuses can a task have?",
+    "what can a note contain?",
 ]
 
 # Requests about the workspace, several with a word the user guide also uses ("pending", "admin",
@@ -123,6 +126,7 @@ ABOUT_THE_WORKSPACE = [
     ("do my notes mention the venue?", "notes"),
     ("is the passport task done?", "tasks"),
     ("did I finish anything today?", "tasks"),
+    ("what priorities do my tasks have?", "tasks"),
     ("what's due this weekend?", "tasks"),
     ("find milk", "find"),
     ("can you make buy milk urgent?", "update_tasks"),
