@@ -75,6 +75,12 @@ GUIDE = "docs/user-guide/"
         ("How do I delete a task?", "projects-tasks-and-notes.md", ['"delete buy milk"'], ["archive"]),
         ("How do I rename a project?", "projects-tasks-and-notes.md", ['"rename the Atlas project to Atlas web"'], []),
         (
+            "What happens when I archive a project?",
+            "projects-tasks-and-notes.md",
+            ['"archive the Atlas project"', "keeps it and everything in it"],
+            ["Garden"],
+        ),
+        (
             "What happens if I don't answer a question?",
             "answering-questions.md",
             ["the default option marked on the card is applied for you", "Timed out — no answer", "never applied"],
@@ -98,6 +104,7 @@ GUIDE = "docs/user-guide/"
         "mark-done",
         "delete-task",
         "rename-project",
+        "archive-project",
         "no-answer",
         "upload-refused",
         "system-prompt",
