@@ -417,6 +417,7 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
     await create(user=alice, title="Travel", content="My passport is in the desk drawer. The venue address: 12 Quay Street.")
     for question, found in [
         ("who is Bob?", "capped at 40k"),
+        ("when is the dentist?", "Friday at 3pm"),
         ("where is my passport?", "desk drawer"),
         ("what's the address of the venue?", "12 Quay Street"),
     ]:
