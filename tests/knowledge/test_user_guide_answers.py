@@ -73,6 +73,7 @@ GUIDE = "docs/user-guide/"
             ["Can I undo a change?", "not done"],
         ),
         ("How do I delete a task?", "projects-tasks-and-notes.md", ['"delete buy milk"'], ["archive"]),
+        ("How do I see my completed tasks?", "projects-tasks-and-notes.md", ['"show my completed tasks"'], ["mark buy milk as done"]),
         ("How do I rename a project?", "projects-tasks-and-notes.md", ['"rename the Atlas project to Atlas web"'], []),
         (
             "What happens when I archive a project?",
@@ -103,6 +104,7 @@ GUIDE = "docs/user-guide/"
         "task-or-note",
         "mark-done",
         "delete-task",
+        "see-completed",
         "rename-project",
         "archive-project",
         "no-answer",
