@@ -174,13 +174,19 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         # a question about how Clarion works that the documentation came close to ("how do I
         # export my data?"), whose closest pages are the answer.
         about_clarion = bool(steps[0].result.get("closest_pages")) and asks_how_clarion_works(intent.search or "")
-        if not answered and not about_clarion and len(steps) == 1 and (wanted := words.key_words(intent.search or "")):
+        if answered or about_clarion:
+            return phrasing.knowledge_answer(steps[0].result)
+        # The tasks and notes are searched for the question's words, and once more without the
+        # commonest of them when nothing has them all.
+        searched = steps[-1].arguments.get("search_term") if len(steps) > 1 else None
+        if searched and (steps[-2].result.get("tasks") or steps[-1].result.get("notes")):
+            return phrasing.workspace_instead(steps[-2].result, steps[-1].result, search=searched)
+        wanted = words.key_words(intent.search or "") if searched is None else words.narrower(searched) if len(steps) == 3 else None
+        if wanted:
             return [
                 ("query_tasks", {"search": wanted, "limit": WORKSPACE_FALLBACK_LIMIT}),
                 ("query_notes", {"search_term": wanted, "limit": WORKSPACE_FALLBACK_LIMIT}),
             ]
-        if not answered and len(steps) == 3 and (steps[1].result.get("tasks") or steps[2].result.get("notes")):
-            return phrasing.workspace_instead(steps[1].result, steps[2].result, search=words.key_words(intent.search or "") or "")
         return phrasing.knowledge_answer(steps[0].result)
     if intent.kind == "overview":
         if not steps:

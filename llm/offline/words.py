@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import TypedDict
 
+from wordfreq import zipf_frequency
+
 from llm.offline.phrasing import WEEKDAYS
 
 
@@ -416,6 +418,17 @@ _NAMING_NOTHING = frozenset(
     there here of in on at to for from with about into by and or not no again please remind remember thing things stuff
     leave left place placed set need want use used say says said mention mentioned told much many""".split()
 )
+
+
+def narrower(search: str) -> str | None:
+    """The words of a search but its commonest in English, when it has more than one: a note that
+    says "faucet" is what "faucet issue" was after, and "decide" is not written in "Decision:
+    keep the current CMS"."""
+    found = search.split()
+    if len(found) < 2:
+        return None
+    commonest = max(found, key=lambda w: zipf_frequency(w, "en"))
+    return " ".join(w for w in found if w != commonest)
 
 
 def key_words(question: str, *, most: int = 4) -> str | None:

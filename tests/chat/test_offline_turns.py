@@ -42,8 +42,10 @@ async def answer(user, text) -> tuple[str, list[dict]]:
     return rows[-1]["content"], calls
 
 
-# A question the knowledge base has no answer to, looked up in the person's task titles and notes.
+# A question the knowledge base has no answer to, looked up in the person's task titles and notes;
+# when nothing has all its words, once more without the commonest.
 LOOKED_UP = ["search_knowledge_base", "query_tasks", "query_notes"]
+LOOKED_UP_TWICE = [*LOOKED_UP, "query_tasks", "query_notes"]
 
 
 @database_sync_to_async
@@ -389,8 +391,18 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
     assert reply.endswith("The knowledge base doesn't cover that; these are from your notes.")
 
     reply, calls = await answer(alice, "Can questions be answered by voice?")  # in neither
-    assert [c["tool"] for c in calls] == LOOKED_UP
+    assert [c["tool"] for c in calls] == LOOKED_UP_TWICE
+    assert calls[2]["search_term"] == "questions answered voice" and calls[4]["search_term"] == "answered voice"
     assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")
+
+    # Words the note does not use ("issue", "decide") are left out of a second search, the
+    # commonest first; the reply names what was searched for.
+    await create(user=alice, title="Kitchen", content="The faucet drips again.")
+    await create(user=bob, title="Bob's kitchen", content="My faucet is fine.")
+    reply, calls = await answer(alice, "what's the faucet issue?")
+    assert [c["tool"] for c in calls] == LOOKED_UP_TWICE
+    assert calls[2]["search_term"] == "faucet issue" and calls[4]["search_term"] == "faucet"
+    assert reply.startswith("I found 1 note matching “faucet”:") and "drips again" in reply and "fine" not in reply
 
     # A question about how Clarion works that the documentation came close to: its closest pages
     # are named, and the notes are not searched.
@@ -440,7 +452,7 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
 
     # Nothing in the tasks or notes either: the closest pages are still named.
     reply, calls = await answer(alice, "what did Carol say about the roadmap?")
-    assert [c["tool"] for c in calls] == LOOKED_UP
+    assert [c["tool"] for c in calls] == LOOKED_UP_TWICE
     assert reply.startswith("The knowledge base doesn't cover that, so I won't guess.")
 
 
