@@ -181,7 +181,12 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         searched = steps[-1].arguments.get("search_term") if len(steps) > 1 else None
         if searched and (steps[-2].result.get("tasks") or steps[-1].result.get("notes")):
             return phrasing.workspace_instead(steps[-2].result, steps[-1].result, search=searched)
-        wanted = words.key_words(intent.search or "") if searched is None else words.narrower(searched) if len(steps) == 3 else None
+        if searched is None:
+            wanted = words.key_words(intent.search or "")
+        elif len(steps) == 3:
+            wanted = words.narrower(searched)
+        else:
+            wanted = None  # searched twice
         if wanted:
             return [
                 ("query_tasks", {"search": wanted, "limit": WORKSPACE_FALLBACK_LIMIT}),
