@@ -128,11 +128,13 @@ class _Section:
     examples: frozenset[str]  # terms only in its examples of asking
     pieces: tuple[_Piece, ...]
     chars: int
+    negated: bool  # its heading negates ("What happens if I don't answer?")
 
 
 @dataclass(frozen=True)
 class _Analysed:
     sections: dict[int, _Section]
+    negated_headings: bool  # a heading of the page negates
     vocabulary: frozenset[str]
     normalised: str
     squashed: str
@@ -157,6 +159,9 @@ def analyse_long_pages(pages: Iterable[tuple[str, str]]) -> None:
 # and a quote that is a link's text what it links to.
 _QUOTED = re.compile(r'(?<![`\w])"(\w[^"\n`]{0,198}?[\w?!.])"(?![`\w])|“([^”\n`]{1,200})”')
 _EXAMPLE = re.compile(r"^[a-z]\S*\s+\S+\s+\S")
+# "What happens if I don't answer a question?" and "How do I answer a question?" share every
+# word that weighs; only the negation tells which heading the question restates.
+_NEGATION = re.compile(r"\b(?:not|never|without|no)\b|n't\b", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -196,16 +201,19 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
     for number, pieces in grouped.items():
         path = document.section_headings[number] if number < len(document.section_headings) else ()
         every = frozenset().union(*(p.terms for p in pieces))
+        heading = path[-1] if path else ""
         sections[number] = _Section(
-            heading=path[-1] if path else "",
+            heading=heading,
             context=frozenset(t for heading in path for t in terms(heading)),
             terms=every,
             examples=every - frozenset().union(*(p.terms - p.examples for p in pieces)),
             pieces=tuple(pieces),
             chars=sum(len(p.unit.text) for p in pieces),
+            negated=bool(_NEGATION.search(heading)),
         )
     return _Analysed(
         sections=sections,
+        negated_headings=any(section.negated for section in sections.values()),
         vocabulary=frozenset(terms(content)),
         normalised=normalise_for_match(content),
         squashed=squash(content),
@@ -246,9 +254,6 @@ _HOW_TO = re.compile(
 # off?") is answered first by an option or setting written as code (`--skip-string-normalization`,
 # `profile = "black"`).
 _ASKS_FOR_A_SWITCH = re.compile(_SWITCH, re.IGNORECASE)
-# "What happens if I don't answer a question?" and "How do I answer a question?" share every
-# word that weighs; only the negation tells which heading the question restates.
-_NEGATION = re.compile(r"\b(?:not|never|without|no)\b|n't\b", re.IGNORECASE)
 _ACTIONABLE = re.compile(r"`-{1,2}[\w-]+|`[\w.]+\s*=|`[^`]*\s-{1,2}[a-z]")
 
 
@@ -315,7 +320,7 @@ def answer(
     # Where a loaded heading negates, a heading restates the question fully only if both negate or
     # neither does; where none does, a problem report ("X doesn't work") loses nothing.
     negates = bool(_NEGATION.search(question))
-    headings_negate = any(_NEGATION.search(section.heading) for info in analysed for section in info.sections.values())
+    headings_negate = any(info.negated_headings for info in analysed)
 
     def said(item: _Piece | _Section) -> frozenset[str]:
         # A how-to question is answered by the examples of asking too; any other by what pages say.
@@ -340,7 +345,7 @@ def answer(
             heading_terms = frozenset(terms(section.heading)) - QUESTION_FRAME
             fit = len(heading_terms & wanted_set) / len(heading_terms) if heading_terms else 0.0
             heading_match = fit * mass(heading_terms & wanted_set) / total
-            if headings_negate and bool(_NEGATION.search(section.heading)) != negates:
+            if headings_negate and section.negated != negates:
                 heading_match *= 0.5
             for index, piece in enumerate(section.pieces):
                 own_terms = wanted_set & said(piece)
