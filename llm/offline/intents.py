@@ -192,6 +192,14 @@ _NOT_ONE_TASK = re.compile(
 _WHEN_DUE = re.compile(
     r"^when(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?:the\s+|my\s+)?(?:task\s+)?(?P<term>.+?)\s+(?:task\s+)?due\s*\??$", re.IGNORECASE
 )
+# "Who do I need to call?", "what do I have to buy?": an errand of one's own, in the tasks; no
+# page of documentation says whom its reader has to call.
+_ERRAND = re.compile(
+    r"^(?:who|whom|what)\s+(?:else\s+)?(?:do|should|must)\s+(?:i|we)\s+(?:still\s+)?(?:(?:need|have|got)\s+to\s+)?"
+    r"(?P<term>(?:call|phone|ring|email|e-mail|text|pay(?!\s+attention)|thank|invite|buy|pick\s+up|bring|pack|visit)\b[^?]*?)"
+    rf"(?:\s+(?:on\s+|by\s+)?(?P<when>{'|'.join(words.AGENDA_DAYS)}))?\s*[?.!]*$",
+    re.IGNORECASE,
+)
 _THANKS = re.compile(
     r"^(?:thanks?(?:\s+you)?|thx|ty|cheers|great|perfect|awesome|nice|cool|ok(?:ay)?|got it)(?:[,!.\s]+(?:so much|a lot|again|mate))?[!. ]*$",
     re.IGNORECASE,
@@ -363,6 +371,11 @@ def _parse(text: str) -> Intent:
         return write
     if (when := _WHEN_DUE.match(raw)) and when["term"].lower() not in words.POINTERS | words.GENERIC_TERMS:
         return Intent("tasks", search=when["term"].strip(" \"'“”"))
+    if errand := _ERRAND.match(raw):
+        errand_day = words.AGENDA_DAYS[errand["when"].lower()] if errand["when"] else None
+        # A title says "Call landlord about the leaking faucet", not "call about the faucet".
+        term = re.sub(r"\s+(?:about|for|from|at|with|regarding|to|before|after)\b.*$", "", errand["term"], flags=re.IGNORECASE)
+        return Intent("tasks", status="open", search=words.FILLER.sub("", term).strip(), due=errand_day)
     if _FOCUS.search(raw) and not re.search(r"\bnotes?\b|\bprojects?\b", lower) and not words.by_due_date(raw):
         return Intent("focus", project_name=words.project_name(raw))
     if (added := words.WHAT_WAS_ADDED.search(raw)) and not re.search(r"\bnotes?\b", lower):

@@ -174,6 +174,15 @@ async def test_search_tasks(demo):
     assert design and all(t in reply for t in design)
 
 
+async def test_who_one_needs_to_call_is_read_from_the_open_tasks_not_the_guide(demo):
+    # The guide mentions "tool calls": a question about one's own errands is not asked of it.
+    reply, calls = await answer(demo, "who do I need to call?")
+    assert [c["tool"] for c in calls] == ["query_tasks"]
+    open_calls = [t for t in await titles(demo, status__in=["todo", "in_progress"]) if "call" in t.lower()]
+    assert open_calls and all(t in reply for t in open_calls)
+    assert "on-call" not in reply.lower()  # a completed task that says "call"
+
+
 async def test_list_projects_with_stats(demo):
     reply, _ = await answer(demo, "list my projects")
     assert "You have 3 projects" in reply and "**Harbor**" in reply and "in progress" in reply

@@ -130,6 +130,8 @@ ABOUT_THE_WORKSPACE = [
     ("what's due this weekend?", "tasks"),
     ("find milk", "find"),
     ("can you make buy milk urgent?", "update_tasks"),
+    ("who do I need to call?", "tasks"),
+    ("what do I have to buy?", "tasks"),
 ]
 
 
@@ -145,3 +147,29 @@ def test_workspace_requests_never_go_to_the_knowledge_base(text, kind):
 
 def test_both_lists_are_long_enough_to_mean_something():
     assert len(ABOUT_CLARION) >= 20 and len(ABOUT_THE_WORKSPACE) >= 20
+
+
+@pytest.mark.parametrize(
+    "text, search, due",
+    [
+        ("who do I need to call?", "call", None),
+        ("who do I have to call about the faucet?", "call", None),
+        ("what do I need to pick up tomorrow?", "pick up", "tomorrow"),
+        ("who should I email this week?", "email", "this_week"),
+    ],
+)
+def test_an_errand_asked_about_looks_up_the_open_tasks_that_name_it(text, search, due):
+    assert parse(text) == Intent("tasks", status="open", search=search, due=due)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "who should I contact for support?",
+        "what do I need to install?",
+        "who can see my tasks?",
+        "what should I pay attention to when I connect a model?",
+    ],
+)
+def test_what_one_needs_for_clarion_itself_is_still_asked_of_the_knowledge_base(text):
+    assert parse(text).kind == "knowledge"

@@ -16,6 +16,7 @@ from django.test import Client
 
 from knowledge import selectors, services
 from knowledge.models import AIConfig
+from knowledge.sources import read_folders
 from llm.offline.engine import WRITE_KINDS
 from llm.offline.intents import parse
 from questions import shorthand
@@ -153,6 +154,18 @@ def test_the_limits_the_guide_states_are_the_codes():
     assert f"at most {defaults['QUESTIONS_MAX_PENDING_PER_USER']} unanswered" in PAGES["question-deadlines.md"]
     words = {6: "six"}[shorthand.SHORT_REPLY_WORDS]
     assert f"at most {words} words" in PAGES["typing-while-a-question-waits.md"]
+
+
+def test_the_size_limit_of_a_source_the_guide_states_is_the_one_a_folder_is_held_to(tmp_path):
+    limit = settings_defaults()["KNOWLEDGE_MAX_SOURCE_BYTES"]
+    assert isinstance(limit, int)
+    page = section("managing-sources.md", "How big can a source be?")
+    assert f"{limit:,} bytes".replace(",", " ") in page and "the rebuild reports it as an error" in page
+    (tmp_path / "fits.md").write_text("# Fits\n\nSmall enough.")
+    (tmp_path / "big.md").write_text("# Big\n\n" + "a" * limit)
+    documents, failures = read_folders([tmp_path], base_dir=tmp_path, max_bytes=limit)
+    assert [d.title for d in documents] == ["Fits"]
+    assert [f.error for f in failures] == [f"could not read the file: larger than {limit} bytes (KNOWLEDGE_MAX_SOURCE_BYTES)"]
 
 
 # ---------------------------------------------------------------------------- what you can ask
@@ -366,6 +379,10 @@ def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_say
         "add a task to buy milk": "create_task",
         "remind me to call Bob tomorrow": "create_task",
         "add a task called Book the venue in Harbor": "create_task",
+        "add a task to pay rent by Friday": "create_task",
+        "add a task to renew the passport by Dec 5": "create_task",
+        "what's due today?": "tasks",
+        "what should I work on next?": "focus",
         "add a note called Venue ideas: the old mill, the boathouse": "create_note",
         "add Dune to my Reading list note": "append_note",
         "unarchive Atlas": "update_project",
@@ -403,6 +420,8 @@ def test_the_requests_the_page_on_projects_tasks_and_notes_quotes_do_what_it_say
         assert parse(example).kind == kind, example
     assert parse("add a task called Book the venue in Harbor").project_name == "Harbor"
     assert parse("remind me to call Bob tomorrow").due == "tomorrow"
+    assert parse("add a task to pay rent by Friday").due == "friday"
+    assert parse("add a task to renew the passport by Dec 5").due_on.endswith("-12-05")
 
 
 def test_the_guide_says_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_tasks_and_notes():

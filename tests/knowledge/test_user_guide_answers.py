@@ -89,6 +89,14 @@ GUIDE = "docs/user-guide/"
         ),
         ("Why was my upload refused?", "managing-sources.md", ["is not readable text", "`KNOWLEDGE_MAX_SOURCE_BYTES`"], ["403"]),
         ("How do I change the system prompt?", "tuning-prompts-in-the-admin.md", ["`{today}` (the person's date", "`{snapshot}`"], ["``"]),
+        (
+            "How do I set a due date?",
+            "projects-tasks-and-notes.md",
+            ['"add a task to pay rent by Friday"', '"push buy milk to Friday"'],
+            ["A task is something to do"],
+        ),
+        ("Can I set a reminder?", "projects-tasks-and-notes.md", ["Clarion sends no reminders or notifications"], []),
+        ("How big can an uploaded file be?", "managing-sources.md", ["2 000 000 bytes"], []),
     ],
     ids=[
         "several-at-once",
@@ -110,6 +118,9 @@ GUIDE = "docs/user-guide/"
         "no-answer",
         "upload-refused",
         "system-prompt",
+        "due-date",
+        "reminder",
+        "upload-size",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
