@@ -330,6 +330,51 @@ def test_the_backup_the_guide_describes_uses_commands_and_folders_clarion_has():
     assert "`.data/postgres`" in stored and "`CLARION_DATA_DIR`" in stored
 
 
+def test_the_guide_says_the_page_loads_nothing_from_elsewhere_as_its_policy_enforces():
+    from django.conf import settings
+
+    sent = section("your-data.md", "Is my data sent anywhere? Does Clarion need the internet?")
+    assert "the page loads no scripts, fonts or styles from elsewhere" in sent
+    for directive in ("default-src", "script-src", "style-src", "font-src", "connect-src"):
+        assert settings.CONTENT_SECURITY_POLICY[directive] == ["'self'"], directive
+
+
+@pytest.mark.django_db
+def test_deleting_an_account_in_the_admin_deletes_its_workspace_and_conversations_as_the_guide_says(alice, bob):
+    from chat import services as chat_services
+    from chat.models import Conversation
+    from workspace import services as workspace_services
+    from workspace.models import Note, Project, Task
+
+    deleting = section("your-data.md", "How do I delete my account or my data?")
+    assert "under **Users**, and its projects, tasks, notes and conversations are deleted with it" in deleting
+    for user in (alice, bob):
+        project = workspace_services.create_project(user=user, name="Garden")
+        workspace_services.create_task(user=user, title="Water the roses", project_id=project.pk)
+        workspace_services.create_note(user=user, title="Seeds", content="Tomatoes")
+        chat_services.start_conversation(user=user)
+    admin = get_user_model().objects.create_superuser("root", "root@example.com", "pw-xxxxxxxx")
+    client = Client()
+    client.force_login(admin)
+    assert client.get("/admin/auth/user/").status_code == 200  # the admin's Users list
+    response = client.post(f"/admin/auth/user/{alice.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    for model in (Project, Task, Note, Conversation):
+        assert not model.objects.filter(owner_id=alice.pk).exists(), model
+        assert model.objects.filter(owner=bob).count() == 1, model  # another account keeps its own
+
+
+def test_the_clarifying_question_the_guide_quotes_is_the_one_clean_up_my_tasks_gets():
+    from questions.clarification import analyze_with_templates
+
+    why = section("chatting-with-the-assistant.md", "Why does the assistant ask me a question?")
+    assert '"clean up my tasks": delete the completed tasks, or review the open ones, and in which project?' in why
+    asked = analyze_with_templates("clean up my tasks", projects=["Atlas", "Harbor"]).questions
+    assert [o.label for o in asked[0].options][:2] == ["Delete completed tasks", "Review open tasks"]
+    assert [o.label for o in asked[1].options] == ["All projects", "Atlas", "Harbor"]
+    assert "`CLARIFICATION_ENABLED`" in why
+
+
 @pytest.mark.django_db(transaction=True)
 async def test_another_accounts_workspace_is_invisible_to_the_assistant_as_the_guide_says(alice, bob):
     from channels.db import database_sync_to_async

@@ -97,6 +97,15 @@ GUIDE = "docs/user-guide/"
         ),
         ("Can I set a reminder?", "projects-tasks-and-notes.md", ["Clarion sends no reminders or notifications"], []),
         ("How big can an uploaded file be?", "managing-sources.md", ["2 000 000 bytes"], []),
+        ("How do I delete my account?", "your-data.md", ["an administrator deletes it in the admin", "deleted with it"], []),
+        ("Does it work without internet?", "your-data.md", ["It runs without an internet connection"], []),
+        ("Is my data sent anywhere?", "your-data.md", ["Clarion sends nothing to other services"], []),
+        (
+            "Why did the assistant ask me a question?",
+            "chatting-with-the-assistant.md",
+            ['"clean up my tasks"', "confirmation card"],
+            ["click an option"],
+        ),
     ],
     ids=[
         "several-at-once",
@@ -121,6 +130,10 @@ GUIDE = "docs/user-guide/"
         "due-date",
         "reminder",
         "upload-size",
+        "delete-account",
+        "offline",
+        "data-sent",
+        "why-asked",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
