@@ -200,6 +200,11 @@ _ERRAND = re.compile(
     rf"(?:\s+(?:on\s+|by\s+)?(?P<when>{'|'.join(words.AGENDA_DAYS)}))?\s*[?.!]*$",
     re.IGNORECASE,
 )
+# "Which tasks are blocked?": a state tasks do not have is looked for in their titles, not ignored
+# (which would list every task as if all of them were).
+_TASKS_THAT_ARE = re.compile(r"^(?:which|what)\s+(?:of\s+my\s+)?tasks?\s+(?:are|is)\s+(?P<term>[\w' -]+?)\s*[?.!]*$", re.IGNORECASE)
+# "Show me the launch plan": something of one's own, by its name, in the tasks and notes.
+_SHOW_THE = re.compile(r"^(?:please\s+)?(?:show|open|give|find)\s+(?:me\s+)?(?:the|my)\s+(?P<term>[^?]+?)\s*[?.!]*$", re.IGNORECASE)
 _THANKS = re.compile(
     r"^(?:thanks?(?:\s+you)?|thx|ty|cheers|great|perfect|awesome|nice|cool|ok(?:ay)?|got it)(?:[,!.\s]+(?:so much|a lot|again|mate))?[!. ]*$",
     re.IGNORECASE,
@@ -279,6 +284,16 @@ _KNOW_HOW = re.compile(
     r"^(?:know|learn|understand|find\s+out|figure\s+out|work\s+out)\s+(?P<question>(?:how|what|where|when|why|which|if|whether)\b.+)$",
     re.IGNORECASE,
 )
+
+
+def _names_a_thing(text: str) -> bool:
+    """Some word of it is rarer than everyday English ("blocked", "smoke test"): "still here",
+    "what's next" or "mine" name nothing to look for."""
+    found = re.findall(r"[a-z]+", text.lower())
+    return any(zipf_frequency(word, "en") < EVERYDAY_ZIPF and word not in _POSSESSIVES for word in found)
+
+
+_POSSESSIVES = frozenset({"mine", "yours", "ours", "theirs", "hers"})
 
 
 def _said_in_passing(said: re.Match[str]) -> Intent:
@@ -444,6 +459,14 @@ def _parse(text: str) -> Intent:
         return Intent("count_notes" if counting else "notes", search=search, project_name=project_name, changed=changed)
     if mentions_tasks and _CLEANUP.search(raw):
         return Intent("cleanup", project_name=project_name)
+    if (
+        mentions_tasks
+        and status == "all"
+        and not (search or project_name)
+        and (state := _TASKS_THAT_ARE.match(raw))
+        and _names_a_thing(state["term"])
+    ):
+        return Intent("tasks", search=state["term"])
     if mentions_tasks or status != "all":
         return Intent("tasks", status=status, search=search, project_name=project_name)
     if project_name and (mentions_projects or re.search(r"\b(?:everything|all|anything)\b|^what(?:'s| is) in\b", lower)):
@@ -456,10 +479,10 @@ def _parse(text: str) -> Intent:
         return Intent("knowledge", search=raw)
     if mentions_projects:
         return Intent("projects")
-    if re.fullmatch(r"[a-z0-9][\w'-]*(?:\s+[\w'-]+){0,3}\s*\.?", raw) and any(
-        zipf_frequency(word, "en") < EVERYDAY_ZIPF for word in re.findall(r"[a-z]+", lower)
-    ):
+    if re.fullmatch(r"[a-z0-9][\w'-]*(?:\s+[\w'-]+){0,3}\s*\.?", raw) and _names_a_thing(lower):
         # "buy milk", "dentist": a few words alone, one of them a thing, are looked up; the reply says
         # how to add them as a task. "Still here", "maybe later" name nothing.
         return Intent("find", search=raw.rstrip(". "))
+    if (shown := _SHOW_THE.match(raw)) and shown["term"].lower() not in words.GENERIC_TERMS and _names_a_thing(shown["term"]):
+        return Intent("find", search=shown["term"])
     return Intent("help")

@@ -183,6 +183,18 @@ async def test_who_one_needs_to_call_is_read_from_the_open_tasks_not_the_guide(d
     assert "on-call" not in reply.lower()  # a completed task that says "call"
 
 
+async def test_which_tasks_are_blocked_lists_none_when_no_title_says_so_rather_than_every_task(demo):
+    reply, calls = await answer(demo, "which tasks are blocked?")
+    assert [c["tool"] for c in calls] == ["query_tasks"] and calls[0]["search"] == "blocked"
+    assert reply == "You have no tasks matching “blocked”."
+
+
+async def test_show_me_the_launch_plan_finds_the_note_of_that_name(demo):
+    reply, calls = await answer(demo, "show me the launch plan")
+    assert [c["tool"] for c in calls] == ["query_tasks", "query_notes"]
+    assert "**Launch plan for the Atlas relaunch**" in reply
+
+
 async def test_list_projects_with_stats(demo):
     reply, _ = await answer(demo, "list my projects")
     assert "You have 3 projects" in reply and "**Harbor**" in reply and "in progress" in reply

@@ -173,3 +173,17 @@ def test_an_errand_asked_about_looks_up_the_open_tasks_that_name_it(text, search
 )
 def test_what_one_needs_for_clarion_itself_is_still_asked_of_the_knowledge_base(text):
     assert parse(text).kind == "knowledge"
+
+
+def test_a_state_tasks_do_not_have_is_looked_for_in_their_titles_rather_than_listing_every_task():
+    assert parse("which tasks are blocked?") == Intent("tasks", search="blocked")
+    assert parse("what tasks are stuck?") == Intent("tasks", search="stuck")
+    for everyday in ("which tasks are mine?", "what tasks are there?"):
+        assert parse(everyday) == Intent("tasks"), everyday
+
+
+def test_something_shown_by_its_name_is_looked_up_in_the_tasks_and_notes():
+    assert parse("show me the launch plan") == Intent("find", search="launch plan")
+    assert parse("show the go/no-go checklist") == Intent("find", search="go/no-go checklist")
+    assert parse("show me the help").kind == "help"
+    assert parse("show me my tasks").kind == "tasks"
