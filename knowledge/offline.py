@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from knowledge.citations import MARKER
 from knowledge.ranking import QUESTION_FRAME, QuestionShape, query_terms
 from knowledge.schemas import DraftAnswer, GateDecision, VerificationDecision
-from knowledge.text import Unit, name_parts, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
+from knowledge.text import VERSION_LABEL, Unit, name_parts, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
 
 INTERROGATIVES = frozenset(
     "how what why when where which who whom whose can could does do did is are was were should shall will would may might has have am".split()
@@ -170,7 +170,7 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
     document = parse_cached(content, kind)
     grouped: dict[int, list[_Piece]] = {}
     for unit in units(content, kind=kind):
-        text = unit.text
+        text = VERSION_LABEL.sub("", unit.text)
         weak: frozenset[str] = frozenset()
         if unit.kind == "code":
             lead_terms = frozenset(terms(unit.lead))

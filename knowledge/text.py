@@ -189,7 +189,11 @@ def strip_html(text: str) -> str:
 # An interpreted-text role, reStructuredText's (:class:`~pkg.Name`) or MyST's ({py:func}`name`):
 # written as the code it names ("~" keeps the last part, as Sphinx shows it); ``literal`` too.
 # Not inside a code span: "`{today}` (the date) and `{snapshot}`" is two placeholders, no role.
-_ROLE = re.compile(r"(?<!`)(?::[\w:.+-]+:|\{[\w:.+-]+\})`(~?)([^`\s][^`]*)`")
+# With an explicit title (:ref:`the options <options>`) it reads as its title, as Sphinx shows
+# it; a reference to a page, a section or a glossary term is prose, not code.
+_ROLE = re.compile(r"(?<!`)(?::(?P<rst>[\w:.+-]+):|\{(?P<myst>[\w:.+-]+)\})`(?P<tilde>~?)(?P<target>[^`\s][^`]*)`")
+_TITLED = re.compile(r"(?P<title>.*?\S)\s*<[^<>]+>")
+_PROSE_ROLES = frozenset({"ref", "doc", "term", "numref", "any", "download", "keyword"})
 _RST_LITERAL = re.compile(r"``(?=\S)([^`]+?)``")
 # reStructuredText's hyperlinks: `text <address>`_ (a Markdown link from here on, its text alone
 # where the address is another page's label), `<address>`_, and a reference to a target defined
@@ -198,8 +202,15 @@ _RST_LINK = re.compile(r"(?<![`\w])`([^`<]*?)\s*<([^`>]+)>`__?(?!\w)")
 _RST_REFERENCE = re.compile(r"(?<![`\w:}])`([^`<]+)`__?(?!\w)")
 
 
+def _role_text(role: re.Match[str]) -> str:
+    name = (role["rst"] or role["myst"]).rsplit(":", 1)[-1]
+    if titled := _TITLED.fullmatch(role["target"]):
+        return titled["title"] if name in _PROSE_ROLES else f"`{titled['title']}`"
+    return f"`{role['target'].rsplit('.', 1)[-1] if role['tilde'] else role['target']}`"
+
+
 def strip_roles(text: str) -> str:
-    text = _ROLE.sub(lambda m: f"`{m.group(2).rsplit('.', 1)[-1] if m.group(1) else m.group(2)}`", text)
+    text = _ROLE.sub(_role_text, text)
     text = _RST_LINK.sub(lambda m: f"[{m.group(1) or m.group(2)}]({m.group(2)})", text)
     text = _RST_REFERENCE.sub(r"\1", text)
     return _RST_LITERAL.sub(r"`\1`", text)
@@ -333,6 +344,29 @@ def with_links(text: str, targets: tuple[tuple[str, str], ...]) -> str:
         if at >= 0:
             text = f"{text[:at]}[{label}]({url}){text[at + len(label) :]}"
     return text
+
+
+# How Sphinx labels a version directive, which it puts at the head of the directive's first paragraph.
+_VERSION_LABELS = {"versionadded": "Added in version", "versionchanged": "Changed in version", "deprecated": "Deprecated since version"}
+
+
+def _prose_directive_lines(name: str, argument: str, body: list[str]) -> list[str]:
+    """A prose directive's content as lines to read: its argument first (an admonition's title is
+    no part of its text). A version directive's explanation may start on its first line and go on
+    in its body — one sentence — so it reads as Sphinx shows it: "Changed in version 1.17.1: This
+    recipe is now part of …", not a bare version number and a sentence cut in two."""
+    if name not in _VERSION_LABELS:
+        return ([argument, ""] if argument and name != "admonition" else []) + body
+    version, _, text = argument.partition(" ")
+    label = f"{_VERSION_LABELS[name]} {version}".rstrip()
+    rest = list(body)
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    if text.strip():
+        return [f"{label}: {text.strip()}", *body]
+    if rest and not re.match(r"[-*+]\s|\d+[.)]\s|\.\.\s|`{3}", rest[0]):
+        return [f"{label}: {rest[0].strip()}", *rest[1:]]
+    return [f"{label}.", "", *rest]
 
 
 def _dedent(lines: list[str], width: int) -> list[str]:
@@ -489,7 +523,7 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
             body = _myst_body(lines[i + 1 : j])
             width = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
             if name in _RST_PROSE_DIRECTIVES or name in _RST_OBJECT_DIRECTIVES:
-                lines[i + 1 : j + 1] = ([argument, ""] if argument and name != "admonition" else []) + _dedent(body, width)
+                lines[i + 1 : j + 1] = _prose_directive_lines(name, argument, _dedent(body, width))
                 i += 1
                 continue
             if name in _MYST_CODE_DIRECTIVES:
@@ -573,8 +607,7 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
                 i += 1
                 continue
             if name in _RST_PROSE_DIRECTIVES:
-                first = directive.group(2).strip()
-                lines[i + 1 : j] = ([first, ""] if first and name != "admonition" else []) + _dedent(body, width)
+                lines[i + 1 : j] = _prose_directive_lines(name, directive.group(2).strip(), _dedent(body, width))
                 i += 1
                 continue
             if name in _RST_CODE_DIRECTIVES:
@@ -823,8 +856,19 @@ def _quotable(sentence: str) -> bool:
     return len(sentence) >= 20 and not sentence.endswith(":") and len(words(sentence)) >= 4
 
 
+# The label a version directive's text starts with: shown, but no words of the page's own to
+# match a question by ("how do I add --version?" is not about what changed in which version).
+VERSION_LABEL = re.compile(rf"^(?:{'|'.join(_VERSION_LABELS.values())}) \S+?[:.](?=\s|$)")
+# A version directive in a source, read with the label a quote of it carries ("Added in version").
+_VERSION_DIRECTIVE = re.compile(
+    rf"^[ \t]*(?:\.\.\s+(?P<rst>{'|'.join(_VERSION_LABELS)})::|(?:`{{3,}}|~{{3,}}|:{{3,}})\{{(?P<myst>{'|'.join(_VERSION_LABELS)})\}})",
+    re.MULTILINE,
+)
+
+
 def normalise_for_match(text: str) -> str:
     """Lower-cased words joined by single spaces: markup, punctuation and markers do not count."""
+    text = _VERSION_DIRECTIVE.sub(lambda m: _VERSION_LABELS[m["rst"] or m["myst"]], text)
     return " ".join(words(strip_html(strip_links(strip_roles(text)))))
 
 

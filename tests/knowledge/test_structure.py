@@ -345,6 +345,7 @@ def test_rst_object_descriptions_are_sections_and_their_fields_are_items():
         ("code", "Session.get", "Session.get(url)"),
         ("sentence", "Session.get", "Send a GET request to the given URL."),
         ("sentence", "Session.closed", "`True` once the session is closed."),
+        ("sentence", "Session.closed", "Added in version 3.1."),
     ]
     corpus = Corpus.build([("client.rst", "Client reference", REFERENCE, "rst")])
     question = "What is the default timeout of a Session?"
@@ -390,11 +391,44 @@ hello
 
 def test_myst_directives_are_prose_or_code_and_definition_lists_are_items():
     assert [(u.kind, u.text) for u in units(MYST)] == [
-        ("sentence", "The `ExtraAdder` processor copies the extra attributes of log records into the event dictionary."),
+        (
+            "sentence",
+            "Added in version 23.1.0: The `ExtraAdder` processor copies the extra attributes of log records into the event dictionary.",
+        ),
         ("sentence", "Since you call `get_logger` in module scope, it runs at import time, before any configuration."),
         ("code", '>>> print("hello")\nhello'),
         ("item", "`add_log_level`: Adds the log level to the event dictionary under the key `level`. Levels are lower-cased."),
     ]
+
+
+def test_a_version_directive_reads_as_sphinx_shows_it_with_its_explanation_in_one_piece():
+    page = """Checking the head
+=================
+
+.. versionchanged:: 1.17.1  This recipe is now part of the ``current``
+   command, available from the command line as ``--check-heads``.
+
+.. deprecated:: 2.0
+
+   Use ``check`` instead.
+"""
+    assert [u.text for u in units(page, kind="rst")] == [
+        "Changed in version 1.17.1: This recipe is now part of the `current` command, available from the command line as `--check-heads`.",
+        "Deprecated since version 2.0: Use `check` instead.",
+    ]
+
+
+def test_a_quote_of_a_version_directive_is_verified_against_its_source():
+    page = "Checking\n========\n\n.. versionadded:: 3.1\n\n.. versionchanged:: 1.17.1  Now part of the ``current``\n   command.\n"
+    quoted = " ".join(f"{u.text} [1]" for u in units(page, kind="rst"))
+    assert quoted == "Added in version 3.1. [1] Changed in version 1.17.1: Now part of the `current` command. [1]"
+    assert offline.verify(draft=quoted, sources=[page]).is_good_enough
+    assert not offline.verify(draft="Added in version 4.0. [1]", sources=[page]).is_good_enough
+
+
+def test_a_role_with_an_explicit_title_reads_as_its_title():
+    text = "Like :ref:`options <options>`, see {doc}`the tutorial <tutorial>` and :class:`the session <pkg.Session>`.\n"
+    assert [u.text for u in units(text, kind="md")] == ["Like options, see the tutorial and `the session`."]
 
 
 RST_LINKS = """Installing
