@@ -32,6 +32,12 @@ class CitedText:
 _CODE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$|(`+)[^`\n]+?\2", re.MULTILINE | re.DOTALL)
 
 
+def without_markers_in_code(text: str) -> str:
+    """The text with the brackets inside its code replaced by look-alikes, for reading its [n]
+    markers: `Literal[10]` is code, not a citation of source 10."""
+    return _CODE.sub(lambda m: m.group(0).replace("[", "\u27e6").replace("]", "\u27e7"), text)
+
+
 def normalise(text: str, *, available: int) -> CitedText:
     """Keep markers 1..available, renumber them 1..m by first appearance, drop the rest."""
     code: list[str] = []

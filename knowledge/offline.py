@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from knowledge.citations import MARKER
+from knowledge.citations import MARKER, without_markers_in_code
 from knowledge.ranking import QUESTION_FRAME, QuestionShape, query_terms
 from knowledge.schemas import DraftAnswer, GateDecision, VerificationDecision
 from knowledge.text import VERSION_LABEL, Unit, name_parts, normalise_for_match, parse_cached, split_sentences, squash, terms, units, words
@@ -643,6 +643,7 @@ def verify(*, draft: str, sources: list[str]) -> VerificationDecision:
                 issues.append(f"“{label}” is not in the source it cites.")
             continue
         rest = 0
+        text = without_markers_in_code(text)
         for match in _CLAIM.finditer(text):
             rest = match.end()
             cited = [int(n) for n in MARKER.findall(match.group("markers"))]

@@ -132,6 +132,12 @@ def test_offline_verification_accepts_quotes_and_rejects_unsupported_or_uncited_
     assert not offline.verify(draft="", sources=[SOURCE]).is_good_enough
 
 
+def test_offline_verification_reads_no_citation_inside_code():
+    page = "# Unions\n\nThe union `Literal[10] | A | B` cannot be handled directly.\n"
+    assert offline.verify(draft="The union `Literal[10] | A | B` cannot be handled directly [1].", sources=[page]).is_good_enough
+    assert not offline.verify(draft="The union cannot be handled directly [10].", sources=[page]).is_good_enough
+
+
 # ---- text
 
 
