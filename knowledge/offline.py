@@ -134,6 +134,7 @@ class _Section:
 @dataclass(frozen=True)
 class _Analysed:
     sections: dict[int, _Section]
+    headings: frozenset[str]
     negated_headings: bool  # a heading of the page negates
     vocabulary: frozenset[str]
     normalised: str
@@ -213,6 +214,7 @@ def _analyse(content: str, kind: str = "markdown") -> _Analysed:
         )
     return _Analysed(
         sections=sections,
+        headings=frozenset(section.heading for section in sections.values()),
         negated_headings=any(section.negated for section in sections.values()),
         vocabulary=frozenset(terms(content)),
         normalised=normalise_for_match(content),
@@ -652,7 +654,10 @@ def verify(*, draft: str, sources: list[str]) -> VerificationDecision:
             lead = _LEAD_IN.match(claim)
             pieces = []
             if lead:
-                pieces.append(lead.group("heading"))
+                # A section's name as the page has it (an object described inside another's
+                # description is named with it: "StreamResponse.enable_compression").
+                if not any(lead.group("heading") in analysed[n - 1].headings for n in cited if 1 <= n <= len(sources)):
+                    pieces.append(lead.group("heading"))
                 claim = claim[lead.end() :]
             pieces.extend(split_sentences(claim))
             for piece in pieces:

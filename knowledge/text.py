@@ -309,7 +309,9 @@ _RST_OBJECT_DIRECTIVES = {
     "object",
 }
 # A field of a description: ":param int limit: …", ":returns: …", ":raises ValueError: …".
-_RST_FIELD = re.compile(r"^:([\w-]+)(?:\s+([^:]+))?:\s*(.*)$")
+# Not a role at the start of a line (":class:`ContentCoding`." ends a sentence): a field's name is
+# followed by a space or the end of the line.
+_RST_FIELD = re.compile(r"^:([\w-]+)(?:\s+([^:]+))?:(?:\s+|$)(.*)$")
 _RST_CODE_DIRECTIVES = {"code-block", "code", "sourcecode"}
 # MyST's directives: ```{note} … ``` or :::{note} … ::: — the same names as reStructuredText's;
 # the others (toctree, include, mermaid, eval-rst …) carry no prose of the page.
@@ -386,6 +388,12 @@ def _myst_body(body: list[str]) -> list[str]:
     return body[start:]
 
 
+# Joins the name of an object described inside another's description to its parent's
+# ("StreamResponse" + "enable_compression(…)"): its section is named with both, and its signature
+# is shown as the page writes it, without the parent.
+_INSIDE = "\u2063."
+
+
 def _description_body(body: list[str], *, parent: str) -> list[str]:
     """The body of an API object's description as prose: its fields as list items ("`limit` — …")
     and the objects described inside it named with it ("ClientSession.get")."""
@@ -396,7 +404,7 @@ def _description_body(body: list[str], *, parent: str) -> list[str]:
         if nested and nested.group(1).lower().rsplit(":", 1)[-1] in _RST_OBJECT_DIRECTIVES and parent:
             signature = nested.group(2).strip()
             if not signature.startswith(parent.rsplit(".", 1)[-1] + "."):
-                signature = f"{parent.rsplit('.', 1)[-1]}.{signature}"
+                signature = f"{parent.rsplit('.', 1)[-1]}{_INSIDE}{signature}"
             out.append(f".. {nested.group(1)}:: {signature}")
             continue
         field = _RST_FIELD.match(line) if line[:1] not in (" ", "\t") else None
@@ -592,7 +600,8 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
             while signature_lines[-1].endswith("\\") and j < len(lines):  # a signature continued on the next line
                 signature_lines.append(lines[j].strip())
                 j += 1
-            signature = " ".join(line.removesuffix("\\").strip() for line in signature_lines)
+            written = [signature_lines[0].split(_INSIDE, 1)[-1], *signature_lines[1:]]  # as the page writes it
+            signature = " ".join(line.removesuffix("\\").strip() for line in signature_lines).replace(_INSIDE, ".")
             body = []
             while j < len(lines) and (not lines[j].strip() or lines[j][:1].isspace()):
                 body.append(lines[j])
@@ -602,7 +611,7 @@ def parse(content: str, *, kind: str = "markdown") -> Document:
                 object_name = re.match(r"[^\s(=\[]+", signature)
                 open_heading(object_level(), object_name.group(0) if object_name else signature, describes=True)
                 if re.search(r"[(=]", signature):
-                    add("code", "\n".join(signature_lines), lang="python")  # as written, so it is found in the page
+                    add("code", "\n".join(written), lang="python")  # as written, so it is found in the page
                 lines[i + 1 : j] = _description_body(_dedent(body, width), parent=object_name.group(0) if object_name else "")
                 i += 1
                 continue

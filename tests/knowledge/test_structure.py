@@ -325,7 +325,8 @@ REFERENCE = """Client reference
 
    .. method:: get(url)
 
-      Send a GET request to the given URL.
+      Send a GET request to the given URL, with the headers of a
+      :class:`Request`.
 
    .. attribute:: closed
 
@@ -342,8 +343,8 @@ def test_rst_object_descriptions_are_sections_and_their_fields_are_items():
         ("sentence", "Session", "The class for making requests, with `ConnectionPool` underneath."),
         ("item", "Session", "`base_url` (str): Base part of the URL (optional) joined to relative URLs."),
         ("item", "Session", "`timeout`: seconds before a request gives up, `300` by default."),
-        ("code", "Session.get", "Session.get(url)"),
-        ("sentence", "Session.get", "Send a GET request to the given URL."),
+        ("code", "Session.get", "get(url)"),  # as the page writes it
+        ("sentence", "Session.get", "Send a GET request to the given URL, with the headers of a `Request`."),
         ("sentence", "Session.closed", "`True` once the session is closed."),
         ("sentence", "Session.closed", "Added in version 3.1."),
     ]
@@ -351,6 +352,10 @@ def test_rst_object_descriptions_are_sections_and_their_fields_are_items():
     question = "What is the default timeout of a Session?"
     draft = offline.answer(question=question, sources=[("Client reference", REFERENCE, "rst")], weights=corpus.weights(question))
     assert "`300` by default" in draft.answer
+    assert offline.verify(draft=draft.answer, sources=[REFERENCE]).is_good_enough
+    question = "How do I send a GET request to a URL with headers?"
+    draft = offline.answer(question=question, sources=[("Client reference", REFERENCE, "rst")], weights=corpus.weights(question))
+    assert "```python\nget(url)\n```" in draft.answer and "headers of a `Request` [1]" in draft.answer
     assert offline.verify(draft=draft.answer, sources=[REFERENCE]).is_good_enough
 
 
