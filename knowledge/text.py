@@ -166,8 +166,13 @@ def split_sentences(text: str) -> list[str]:
 _TRAILING_ASIDE = re.compile(r"^\([^()]{1,60}\)[.!?]?(?=\s|$)")
 
 
+# A footnote's reference ("colorful[^win] output"), shown as a superscript: no words of the sentence.
+_FOOTNOTE_REFERENCE = re.compile(r"\[\^[^\]\s]+\](?!:)")
+
+
 def strip_links(text: str) -> str:
     """Markdown links become their text: a relative link would point nowhere outside its page."""
+    text = _FOOTNOTE_REFERENCE.sub("", text)
     return _REF_LINK.sub(lambda m: m.group(1), _LINK.sub(lambda m: m.group(1), text))
 
 
@@ -194,6 +199,7 @@ def strip_html(text: str) -> str:
 _ROLE = re.compile(r"(?<!`)(?::(?P<rst>[\w:.+-]+):|\{(?P<myst>[\w:.+-]+)\})`(?P<tilde>~?)(?P<target>[^`\s][^`]*)`")
 _TITLED = re.compile(r"(?P<title>.*?\S)\s*<[^<>]+>")
 _PROSE_ROLES = frozenset({"ref", "doc", "term", "numref", "any", "download", "keyword"})
+_LITERAL_ROLES = frozenset({"file", "samp", "envvar", "program", "option", "kbd", "command", "code", "literal"})
 _RST_LITERAL = re.compile(r"``(?=\S)([^`]+?)``")
 # reStructuredText's hyperlinks: `text <address>`_ (a Markdown link from here on, its text alone
 # where the address is another page's label), `<address>`_, and a reference to a target defined
@@ -206,7 +212,12 @@ def _role_text(role: re.Match[str]) -> str:
     name = (role["rst"] or role["myst"]).rsplit(":", 1)[-1]
     if titled := _TITLED.fullmatch(role["target"]):
         return titled["title"] if name in _PROSE_ROLES else f"`{titled['title']}`"
-    return f"`{role['target'].rsplit('.', 1)[-1] if role['tilde'] else role['target']}`"
+    target = role["target"]
+    if role["tilde"]:
+        return f"`{target.rsplit('.', 1)[-1]}`"
+    # ":meth:`.close`" searches for an object by the end of its name, and shows it without the dot;
+    # ":file:`.env`" is the file's name.
+    return f"`{target if name in _LITERAL_ROLES else target.lstrip('.') or target}`"
 
 
 def strip_roles(text: str) -> str:

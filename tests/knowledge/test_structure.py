@@ -431,9 +431,16 @@ def test_a_quote_of_a_version_directive_is_verified_against_its_source():
     assert not offline.verify(draft="Added in version 4.0. [1]", sources=[page]).is_good_enough
 
 
+def test_a_footnote_reference_is_no_part_of_the_sentence():
+    page = "# Output\n\nIt offers colorful[^win] console output.\n\n[^win]: Requires Colorama on Windows.\n"
+    assert [u.text for u in units(page)][0] == "It offers colorful console output."
+
+
 def test_a_role_with_an_explicit_title_reads_as_its_title():
     text = "Like :ref:`options <options>`, see {doc}`the tutorial <tutorial>` and :class:`the session <pkg.Session>`.\n"
     assert [u.text for u in units(text, kind="md")] == ["Like options, see the tutorial and `the session`."]
+    text = "Use :paramref:`.command.current.check_heads`, :meth:`.close` or {py:meth}`~pkg.Session.close`; keep :file:`.env`.\n"
+    assert [u.text for u in units(text, kind="md")] == ["Use `command.current.check_heads`, `close` or `close`; keep `.env`."]
 
 
 RST_LINKS = """Installing
