@@ -110,6 +110,7 @@ def test_every_label_the_guide_shows_in_bold_is_on_screen(settings):
         "/admin/knowledge/knowledgesource/",
         "/admin/knowledge/addedsource/",
         "/admin/knowledge/addedsource/add/",
+        "/admin/auth/user/",
     ]
     rendered = " ".join(client.get(url).content.decode() for url in admin_pages)
     sources = [*ROOT.glob("templates/**/*.html"), *ROOT.glob("static/js/*.js"), *ROOT.glob("*/*.py")]
@@ -318,6 +319,17 @@ def test_the_limits_the_guide_states_are_the_limits_clarion_enforces():
         for name, args in [("tasks", QueryTasksArgs), ("notes", QueryNotesArgs)]
     }
     assert f"pages of up to {most['tasks']} tasks or {most['notes']} notes" in limits
+
+
+def test_the_log_goes_where_the_guide_says():
+    from django.conf import settings
+
+    assert "Clarion writes its log to the terminal that runs `manage.py up` (standard error)" in section(
+        "configuration-reference.md", "Monitoring"
+    )
+    console = settings.LOGGING["handlers"]["console"]
+    assert console["class"] == "logging.StreamHandler" and "stream" not in console  # a StreamHandler writes to stderr
+    assert settings.LOGGING["root"]["handlers"] == ["console"]
 
 
 def test_the_backup_the_guide_describes_uses_commands_and_folders_clarion_has():

@@ -106,6 +106,14 @@ GUIDE = "docs/user-guide/"
             ['"clean up my tasks"', "confirmation card"],
             ["click an option"],
         ),
+        ("How do I change the port?", "getting-started.md", ["`manage.py up --port 8080`"], []),
+        ("How do I add another user?", "getting-started.md", ["under *Users*", "`manage.py createsuperuser`"], []),
+        (
+            "How do I remove a document from the knowledge base?",
+            "managing-sources.md",
+            ["Delete selected added sources"],
+            ["Upload a file"],
+        ),
     ],
     ids=[
         "several-at-once",
@@ -134,6 +142,9 @@ GUIDE = "docs/user-guide/"
         "offline",
         "data-sent",
         "why-asked",
+        "port",
+        "add-user",
+        "remove-document",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
