@@ -135,6 +135,25 @@ async def test_message_round_trip_reaches_every_tab(conversation, alice):
     await tab_b.disconnect()
 
 
+async def test_a_reply_is_finished_and_saved_when_the_tab_that_asked_is_closed(conversation, alice):
+    from django.test import Client
+
+    tab = await open_socket(path_of(conversation), user=alice)
+    assert (await tab.connect())[0]
+    await tab.send_to(text_data=form_frame(action="send_message", message="hello team"))
+    shown = [await tab.receive_from(), await tab.receive_from()]  # the message and a fresh composer
+    assert any("hello team" in frame for frame in shown)
+    await tab.disconnect()
+
+    await wait_for_running_turns()
+    saved = await sync_to_async(lambda: list(conversation.messages.order_by("id").values_list("pk", "role")))()
+    assert saved[0][1] == "user" and saved[-1][1] == "assistant"
+    client = Client()
+    await sync_to_async(client.force_login)(alice)
+    page = await sync_to_async(client.get)(f"/chat/{conversation.pk}/")
+    assert f'id="message-{saved[-1][0]}" data-role="assistant"' in page.content.decode()  # there when opened again
+
+
 @pytest.mark.parametrize(
     "frame, expected_error",
     [

@@ -114,6 +114,13 @@ GUIDE = "docs/user-guide/"
             ["Delete selected added sources"],
             ["Upload a file"],
         ),
+        (
+            "What happens if I close the browser while it's answering?",
+            "chatting-with-the-assistant.md",
+            ["closing the page or the browser does not", "there when you open the conversation again"],
+            [],
+        ),
+        ("How do I stop a reply?", "chatting-with-the-assistant.md", ["Stop generating (or Esc) stops a reply"], []),
     ],
     ids=[
         "several-at-once",
@@ -145,6 +152,8 @@ GUIDE = "docs/user-guide/"
         "port",
         "add-user",
         "remove-document",
+        "browser-closed",
+        "stop-reply",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
