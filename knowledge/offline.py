@@ -271,6 +271,8 @@ _QUANTITY = re.compile(
     re.IGNORECASE,
 )
 _ASKS_DEFAULT = re.compile(r"^\W*(?:what|which|how)\b.*\bdefaults?\b", re.IGNORECASE)
+# "What does the percentage mean?" asks what a quantity stands for, not for a number.
+_ASKS_MEANING = re.compile(r"\b(?:mean|means|meaning|stand\s+for|stands\s+for)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(?<![#\d])\d")
 _VALUE = re.compile(r"\d|`[^`]+`|\"[^\"]+\"|'[^' ]+'|\b(?:True|False|None|[A-Z][A-Z0-9_]{1,})\b")
 
@@ -286,7 +288,8 @@ class _Asks:
     @classmethod
     def of(cls, question: str) -> _Asks:
         asks_default = bool(_ASKS_DEFAULT.search(question))
-        value = _NUMBER if _QUANTITY.search(question) else _VALUE if asks_default else None
+        quantity = _QUANTITY.search(question) and not _ASKS_MEANING.search(question)
+        value = _NUMBER if quantity else _VALUE if asks_default else None
         return cls(value=value, default=asks_default, names=QuestionShape.of(question).asked_names)
 
 

@@ -195,6 +195,13 @@ def test_a_question_after_a_number_is_not_answered_by_a_passage_without_one():
     assert "45484" in draft.answer and draft.citations == [1]
 
 
+def test_a_question_after_what_a_quantity_means_needs_no_number():
+    cards = page("# Cards\n\nEach option shows how likely the guess is, as a percentage of certainty.\n")
+    draft = answer_from([cards, OTHER], "What does the percentage on an option mean?")
+    assert "as a percentage of certainty" in draft.answer
+    assert not answer_from([cards, OTHER], "What percentage does an option show?").answered_from_sources
+
+
 def test_an_issue_number_is_not_the_number_asked_for():
     notes = page("# Changes\n\n- The compression level of the middleware is now adjustable - #1128.\n")
     assert not answer_from([notes, OTHER], "What compression level does the middleware use?").answered_from_sources

@@ -121,6 +121,12 @@ GUIDE = "docs/user-guide/"
             [],
         ),
         ("How do I stop a reply?", "chatting-with-the-assistant.md", ["Stop generating (or Esc) stops a reply"], []),
+        (
+            "What does the percentage on an option mean?",
+            "answering-questions.md",
+            ["how likely it thinks that option is, as a percentage"],
+            [],
+        ),
     ],
     ids=[
         "several-at-once",
@@ -154,6 +160,7 @@ GUIDE = "docs/user-guide/"
         "remove-document",
         "browser-closed",
         "stop-reply",
+        "percentage",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
