@@ -84,7 +84,7 @@ _HOW_TO = re.compile(
 )
 _CONCEPT = re.compile(
     r"\bdifference between\b|^(?:why\b|what(?:'s| is| are| does)\s+(?:an?|the)\b"
-    r"(?!.*\b(?:on my|left|due|overdue|urgent|important|priority|next)\b)|what does .+ mean\b)",
+    r"(?!.*\b(?:on my|left|due|overdue|urgent|important|priority|next|latest|newest|last|most recent)\b)|what does .+ mean\b)",
     re.IGNORECASE,
 )
 _MY_WORKSPACE = re.compile(r"\b(?:my|our)\s+(?:\w+\s+)?(?:tasks?|notes?|projects?|to-?dos?|plate)\b", re.IGNORECASE)
@@ -252,7 +252,8 @@ _CHANGE_TO_THE_APP = re.compile(
 )
 # "Which tasks aren't in a project?", "tasks with no project", "unfiled tasks".
 _UNFILED = re.compile(
-    r"\b(?:without|with\s+no|have\s+no|has\s+no|having\s+no|not\s+in|aren[’']?t\s+in|isn[’']?t\s+in|outside(?:\s+of)?|no)\s+"
+    r"\b(?:without|with\s+no|have\s+no|has\s+no|having\s+no|not\s+in|aren[’']?t\s+in|isn[’']?t\s+in|outside(?:\s+of)?|no"
+    r"|(?:don[’']?t|doesn[’']?t|do\s+not|does\s+not)\s+(?:have|belong\s+to)|(?:aren[’']?t|isn[’']?t|not)\s+part\s+of)\s+"
     r"(?:a\s+|any\s+)?projects?\b|\bunfiled\b",
     re.IGNORECASE,
 )

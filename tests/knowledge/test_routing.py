@@ -131,6 +131,7 @@ ABOUT_THE_WORKSPACE = [
     ("find milk", "find"),
     ("can you make buy milk urgent?", "update_tasks"),
     ("who do I need to call?", "tasks"),
+    ("what's the latest note?", "notes"),
     ("what do I have to buy?", "tasks"),
 ]
 
@@ -187,3 +188,12 @@ def test_something_shown_by_its_name_is_looked_up_in_the_tasks_and_notes():
     assert parse("show the go/no-go checklist") == Intent("find", search="go/no-go checklist")
     assert parse("show me the help").kind == "help"
     assert parse("show me my tasks").kind == "tasks"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["what tasks don't have a project?", "which tasks do not belong to a project?", "tasks that aren't part of a project"],
+)
+def test_tasks_said_to_have_no_project_are_the_unfiled_ones(text):
+    intent = parse(text)
+    assert intent.kind == "tasks" and intent.unfiled is True
