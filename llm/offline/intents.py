@@ -183,6 +183,19 @@ _IS_IT_DONE = re.compile(
     r"|^(?:have|did)\s+(?:i|we)\s+(?:already\s+)?(?:finish(?:ed)?|complete(?:d)?|do(?:ne)?)\s+(?:the\s+|my\s+)?(?:task\s+)?(?P<term2>.+?)(?:\s+task)?(?:\s+yet)?\s*\??$",
     re.IGNORECASE,
 )
+# "Is the passport renewed?", "has the electricity bill been paid?": whether one's own thing is
+# done, said with what doing it is; the task that names it answers, with its status.
+_IS_IT_DONE_AS_SAID = re.compile(
+    r"^(?:is|are|was|were|has|have)\s+(?:the\s+|my\s+)?(?P<term>[\w' -]+?)\s+(?:been\s+|already\s+)?"
+    r"(?:[a-z]+ed|paid|sent|bought|made|written|done|taken|given|seen)(?:\s+yet)?\s*\??$",
+    re.IGNORECASE,
+)
+# What is Clarion's rather than the person's: "was my message sent?" asks how Clarion behaves.
+_APP_THING = re.compile(
+    r"\b(?:messages?|conversations?|chats?|repl(?:y|ies)|answers?|defaults?|pages?|models?|index|password|account|data"
+    r"|uploads?|documents?|guide|server|database|app)\b",
+    re.IGNORECASE,
+)
 # A weekday may be part of a title ("is the Friday report done?").
 _NOT_ONE_TASK = re.compile(
     rf"^(?:it|them|that|this|those|these)$|\b(?:all|every|everything|any|anything|tasks|notes?|{'|'.join(w for w in words.PAST_WINDOWS if w not in WEEKDAYS)})\b",
@@ -376,6 +389,12 @@ def _parse(text: str) -> Intent:
         return Intent("open_range")  # "what's due in December?": no window names a month by its name
     if (asked := _IS_IT_DONE.match(raw)) and (term := (asked["term"] or asked["term2"]).strip(" \"'“”")) and not _NOT_ONE_TASK.search(term):
         return Intent("tasks", search=term)  # "is the passport task done?": that task, with its status
+    if (
+        (said := _IS_IT_DONE_AS_SAID.match(raw))
+        and not (_PRODUCT.search(said["term"]) or _APP_THING.search(said["term"]))
+        and _names_a_thing(said["term"])
+    ):
+        return Intent("tasks", search=said["term"].strip())
     if done := _WHAT_WAS_DONE.search(raw):
         when = (done["when"] or "").lower()
         return Intent("tasks", status="completed", project_name=words.project_name(raw), completed=words.PAST_WINDOWS.get(when))

@@ -195,6 +195,12 @@ async def test_show_me_the_launch_plan_finds_the_note_of_that_name(demo):
     assert "**Launch plan for the Atlas relaunch**" in reply
 
 
+async def test_is_the_passport_renewed_shows_the_task_with_its_status(demo):
+    reply, calls = await answer(demo, "is the passport renewed?")
+    assert [c["tool"] for c in calls] == ["query_tasks"]
+    assert "**Renew passport** — Home · to-do" in reply
+
+
 async def test_list_projects_with_stats(demo):
     reply, _ = await answer(demo, "list my projects")
     assert "You have 3 projects" in reply and "**Harbor**" in reply and "in progress" in reply

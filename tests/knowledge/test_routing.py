@@ -197,3 +197,21 @@ def test_something_shown_by_its_name_is_looked_up_in_the_tasks_and_notes():
 def test_tasks_said_to_have_no_project_are_the_unfiled_ones(text):
     intent = parse(text)
     assert intent.kind == "tasks" and intent.unfiled is True
+
+
+@pytest.mark.parametrize(
+    "text, search",
+    [
+        ("is the passport renewed?", "passport"),
+        ("has the electricity bill been paid?", "electricity bill"),
+        ("was the dentist appointment booked?", "dentist appointment"),
+        ("is the report submitted yet?", "report"),
+    ],
+)
+def test_whether_ones_own_thing_is_done_is_read_from_the_task_that_names_it(text, search):
+    assert parse(text) == Intent("tasks", search=search)
+
+
+@pytest.mark.parametrize("text", ["was my message sent?", "is the default applied?", "is the conversation deleted?"])
+def test_whether_something_of_clarions_is_done_is_asked_of_the_knowledge_base(text):
+    assert parse(text).kind == "knowledge"
