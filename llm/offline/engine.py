@@ -230,12 +230,14 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.focus_answer(*(step.result for step in steps), project_name=project_name)
     if intent.kind in ("notes", "count_notes"):
         if not steps:
-            limit = 1 if intent.kind == "count_notes" else 20  # a count needs the total alone
+            limit = 1 if intent.kind == "count_notes" or intent.newest else 20  # a count needs the total alone
             return "query_notes", _without_none(
                 {"search_term": intent.search, "project_id": project_id, "changed": intent.changed, "limit": limit}
             )
         if intent.kind == "count_notes":
             return phrasing.note_count_answer(steps[-1].result, project_name=project_name, search=intent.search)
+        if intent.newest:
+            return phrasing.newest_note_answer(steps[-1].result, project_name=project_name, search=intent.search)
         return phrasing.notes_answer(steps[-1].result, project_name=project_name, search=intent.search)
     if intent.kind == "count_tasks":
         if not steps:

@@ -476,7 +476,10 @@ def _parse(text: str) -> Intent:
         changed = words.PAST_WINDOWS[when["when"].lower()] if when else None
         if when and search and when["when"].lower() in search.lower():
             search = words.search_term(raw[: when.start()] + raw[when.end() :], project_name)
-        return Intent("count_notes" if counting else "notes", search=search, project_name=project_name, changed=changed)
+        newest = not counting and bool(re.search(r"\b(?:the|my)\s+(?:latest|newest|last|most\s+recent)\s+note\b", lower))
+        # "My most recent note" is the newest whenever it was changed, not those of the recent days.
+        changed = None if newest else changed
+        return Intent("count_notes" if counting else "notes", search=search, project_name=project_name, changed=changed, newest=newest)
     if mentions_tasks and _CLEANUP.search(raw):
         return Intent("cleanup", project_name=project_name)
     if (

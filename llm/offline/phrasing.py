@@ -227,12 +227,9 @@ def notes_answer(result: dict, *, project_name: str | None, search: str | None) 
         return f"I found no notes{where}."
     if search and len(named := [n for n in notes if n["title"].casefold() == search.casefold()]) == 1:
         # "Show the note Reading list": that note, whole, not a line of it among the others.
-        note = named[0]
-        project = f" ({note['project']['name']})" if note.get("project") else ""
-        cut = "\n\n…(the rest is longer than I show here)" if note.get("content_truncated") else ""
         others = result["total"] - 1
         more = f"\n\n{others} other note{'s' if others != 1 else ''} also mention{'s' if others == 1 else ''} “{search}”." if others else ""
-        return f"**{note['title']}**{project}:\n\n{(note.get('content') or '').strip() or '(no text)'}{cut}{more}"
+        return _whole_note(named[0]) + more
     lines = [f"I found {result['total']} note{'s' if result['total'] != 1 else ''}{where}:", ""]
     for note in notes:
         where = f" ({note['project']['name']})" if note.get("project") else ""
@@ -241,6 +238,20 @@ def notes_answer(result: dict, *, project_name: str | None, search: str | None) 
     if result.get("truncated"):
         lines += ["", f"…and {result['more']} more not shown."]
     return "\n".join(lines)
+
+
+def newest_note_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
+    """The note changed most recently (of those a search or a project picks), whole."""
+    if not result["notes"]:
+        return f"I found no notes{scope(project_name, search)}."
+    note = result["notes"][0]
+    return f"Your latest note{scope(project_name, search)}:\n\n" + _whole_note(note)
+
+
+def _whole_note(note: dict) -> str:
+    project = f" ({note['project']['name']})" if note.get("project") else ""
+    cut = "\n\n…(the rest is longer than I show here)" if note.get("content_truncated") else ""
+    return f"**{note['title']}**{project}:\n\n{(note.get('content') or '').strip() or '(no text)'}{cut}"
 
 
 def find_answer(tasks: dict, notes: dict, *, search: str) -> str:

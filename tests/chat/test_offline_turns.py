@@ -201,6 +201,14 @@ async def test_is_the_passport_renewed_shows_the_task_with_its_status(demo):
     assert "**Renew passport** — Home · to-do" in reply
 
 
+async def test_the_latest_note_is_the_one_changed_last_shown_whole(demo):
+    reply, calls = await answer(demo, "what's the latest note?")
+    assert [c["tool"] for c in calls] == ["query_notes"] and calls[0]["limit"] == 1
+    newest, *older = await database_sync_to_async(lambda: list(Note.objects.filter(owner=demo).order_by("-updated_at", "-id")))()
+    assert reply.startswith(f"Your latest note:\n\n**{newest.title}**")
+    assert newest.content.split(".")[0] in reply and not any(f"**{n.title}**" in reply for n in older)
+
+
 async def test_list_projects_with_stats(demo):
     reply, _ = await answer(demo, "list my projects")
     assert "You have 3 projects" in reply and "**Harbor**" in reply and "in progress" in reply

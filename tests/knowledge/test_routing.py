@@ -215,3 +215,10 @@ def test_whether_ones_own_thing_is_done_is_read_from_the_task_that_names_it(text
 @pytest.mark.parametrize("text", ["was my message sent?", "is the default applied?", "is the conversation deleted?"])
 def test_whether_something_of_clarions_is_done_is_asked_of_the_knowledge_base(text):
     assert parse(text).kind == "knowledge"
+
+
+def test_the_latest_note_is_asked_for_alone():
+    assert parse("what's the latest note?").newest is True
+    assert parse("show my most recent note about Atlas") == Intent("notes", search="Atlas", newest=True)
+    assert parse("what are my notes?").newest is False
+    assert parse("how many notes do I have?").kind == "count_notes"
