@@ -230,7 +230,8 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return phrasing.focus_answer(*(step.result for step in steps), project_name=project_name)
     if intent.kind in ("notes", "count_notes"):
         if not steps:
-            limit = 1 if intent.kind == "count_notes" or intent.newest else 20  # a count needs the total alone
+            # A count needs the total alone; "my latest note" the newest one.
+            limit = 1 if intent.kind == "count_notes" or intent.newest else 20
             return "query_notes", _without_none(
                 {"search_term": intent.search, "project_id": project_id, "changed": intent.changed, "limit": limit}
             )

@@ -300,14 +300,14 @@ _KNOW_HOW = re.compile(
 )
 
 
+_POSSESSIVES = frozenset({"mine", "yours", "ours", "theirs", "hers"})
+
+
 def _names_a_thing(text: str) -> bool:
     """Some word of it is rarer than everyday English ("blocked", "smoke test"): "still here",
     "what's next" or "mine" name nothing to look for."""
     found = re.findall(r"[a-z]+", text.lower())
     return any(zipf_frequency(word, "en") < EVERYDAY_ZIPF and word not in _POSSESSIVES for word in found)
-
-
-_POSSESSIVES = frozenset({"mine", "yours", "ours", "theirs", "hers"})
 
 
 def _said_in_passing(said: re.Match[str]) -> Intent:
