@@ -174,7 +174,8 @@ _FOCUS = re.compile(
     r"|(?:work\s+on|do|finish)\s+(?:next|first|today|now|right\s+now))"
     r"|where\s+(?:should|shall|do)\s+(?:i|we)\s+start|what(?:'s|\s+is)\s+(?:up\s+)?next|needs?\s+my\s+attention"
     r"|what(?:'s|\s+is)\s+(?:my|our)\s+next\s+(?:task|to-?do|thing)"
-    r"|(?:my|our)\s+priorities|\bplan\s+(?:my|the)\s+day)\b",
+    r"|(?:my|our)\s+priorities|\bplan\s+(?:my|the)\s+day"
+    r"|(?:(?:i|we)\s+(?:still\s+)?(?:have|need|got)\s+to\s+(?:do|finish|get\s+done)|on\s+(?:my|our)\s+plate)\s+(?:for\s+)?(?:today|tonight))\b",
     re.IGNORECASE,
 )
 # "Is the passport task done?", "have I finished buy milk?": the tasks of that title, with their status.

@@ -300,8 +300,11 @@ def _due_window(lower: str) -> str | None:
     for pattern, window in _DUE_WINDOWS:
         if re.search(pattern, lower):
             return window
-    if WHAT_IS_OPEN.search(lower):
-        return None  # "what's on my plate today?" is everything not done yet, due or not
+    if open_ := WHAT_IS_OPEN.search(lower):
+        # "What do I need to do tomorrow?" is that day's; "... today?" is what needs doing first (the
+        # focus list), and "what's on my plate?" everything not done yet.
+        day = re.search(rf"\b(?:{_AGENDA_DAY})\b", lower[open_.start() :])
+        return AGENDA_DAYS[day[0]] if day and AGENDA_DAYS[day[0]] != "today" else None
     if agenda := _AGENDA.search(lower):
         return AGENDA_DAYS[agenda["when"]]
     if (said := _TASKS_FOR.search(lower)) and not re.search(r"\b(?:finish\w*|complet\w*|done|closed|add\w*|creat\w*)\b", lower):

@@ -69,7 +69,7 @@ async def test_whats_in_progress_lists_every_in_progress_task(demo):
 
 
 async def test_whats_on_my_plate_lists_the_tasks_not_done_yet(demo):
-    reply, calls = await answer(demo, "What's on my plate today?")
+    reply, calls = await answer(demo, "What's on my plate?")
     assert calls == [{"tool": "query_tasks", "status": "open", "limit": 50}]
     expected = await titles(demo, status__in=["todo", "in_progress"])
     assert f"({len(expected)})" in reply and all(title in reply for title in expected)
@@ -283,8 +283,9 @@ async def test_how_am_i_doing_with_nothing_open_says_so(charlie):
     )
 
 
-async def test_what_to_focus_on_lists_the_overdue_then_today_then_urgent_tasks_once_each(demo):
-    reply, calls = await answer(demo, "What should I focus on today?")
+@pytest.mark.parametrize("question", ["What should I focus on today?", "what do I need to do today?", "what's on my plate today?"])
+async def test_what_to_focus_on_lists_the_overdue_then_today_then_urgent_tasks_once_each(demo, question):
+    reply, calls = await answer(demo, question)
     assert calls == [
         {"tool": "query_tasks", "status": "open", "due": "overdue", "limit": 20},
         {"tool": "query_tasks", "status": "open", "due": "today", "limit": 20},
@@ -303,6 +304,15 @@ async def test_what_to_focus_on_lists_the_overdue_then_today_then_urgent_tasks_o
     assert listed.index(overdue[0]) < listed.index(due_today[0])
     rest = await titles(demo, **open_)
     assert not set(listed) & (set(rest) - set(first))
+
+
+async def test_what_one_needs_to_do_on_another_day_lists_that_days_open_tasks_not_every_open_task(demo):
+    reply, calls = await answer(demo, "what do I need to do tomorrow?")
+    assert calls == [{"tool": "query_tasks", "status": "open", "due": "tomorrow", "limit": 50}]
+    tomorrow = timezone.localdate() + dt.timedelta(days=1)
+    expected = await titles(demo, due_date=tomorrow, status__in=["todo", "in_progress"])
+    listed = [line.split("**")[1] for line in reply.splitlines() if line.startswith("- **")]
+    assert expected and sorted(listed) == sorted(expected)
 
 
 async def test_what_to_focus_on_in_a_project_and_when_nothing_is_pressing(demo, charlie):
