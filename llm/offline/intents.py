@@ -133,12 +133,24 @@ def is_knowledge_question(text: str) -> bool:
     return asks_how_clarion_works(raw) or bool(_CONCEPT.search(raw) and not _MY_WORKSPACE.search(raw))
 
 
+# "I can't log in", "the upload doesn't work": a problem with Clarion itself, for its guide. A
+# thing of one's own that cannot be found ("I can't find the venue note") is not one.
+_PROBLEM = re.compile(
+    r"^(?:(?:help|hi|hey|so|but|ok|okay)[,!.]?\s+)?(?:i|we)\s+(?:(?:still|just)\s+)?(?:can(?:no|['’])t|cannot|could(?:n['’]t| not)|am\s+unable\s+to)\s+"
+    r"(?:log\s*in|login|sign\s*in|log\s+out|sign\s+out|upload|install|connect|reach|access|open\s+(?:clarion|the\s+(?:app|admin|page|chat))"
+    r"|start\s+clarion|send\s+(?:a\s+)?messages?|answer\s+(?:the\s+)?questions?|type|change\s+my\s+password)\b"
+    r"|^(?:the\s+|my\s+)?(?:login|log-?in|sign-?in|upload)\s+"
+    r"(?:does(?:n['’]t| not)|wo(?:n['’]t)|is(?:n['’]t| not))\s+(?:work|load|open|start|connect|respond|working|loading)\w*\b",
+    re.IGNORECASE,
+)
+
+
 def asks_how_clarion_works(text: str) -> bool:
     """How to do something, how Clarion behaves, what its kinds of things can do, or a question in
     its own vocabulary — not what something is ("what's the address of the venue?"), which may
     be a fact of the person's own."""
     raw = text.strip()
-    if _HOW_TO.search(raw) or _BEHAVIOUR.search(raw) or _PROPERTY.search(raw):
+    if _HOW_TO.search(raw) or _BEHAVIOUR.search(raw) or _PROPERTY.search(raw) or _PROBLEM.search(raw):
         return True
     is_question = bool(_QUESTION.match(raw)) or raw.endswith("?")
     return is_question and bool(_PRODUCT.search(raw)) and not _WORKSPACE_NOUN.search(raw)
@@ -248,7 +260,8 @@ _SEARCH_DOCS = re.compile(
     re.IGNORECASE,
 )
 _SHOW_ONE_NOTE = re.compile(
-    r"^(?:please\s+)?(?:show|open|read|view|get|display)\s+(?:me\s+)?(?P<what>(?:the|my)\s+(?:.+?\s+)?notes?\b.*?)\s*[?.!]*$"
+    r"^(?:please\s+)?(?:(?:i\s+)?(?:can(?:no|['’])t|could(?:n['’]t| not))\s+find|show|open|read|view|get|display|find|look\s+for|pull\s+up"
+    r"|where(?:['’]s|\s+is))\s+(?:me\s+)?(?P<what>(?:the|my)\s+(?:.+?\s+)?notes?\b.*?)\s*[?.!]*$"
     r"|^what(?:'s|\s+is)\s+in\s+(?P<what2>(?:the|my)\s+(?:.+?\s+)?notes?\b.*?)\s*[?.!]*$",
     re.IGNORECASE,
 )

@@ -138,6 +138,12 @@ async def test_find_notes_about_the_launch(demo):
     assert "Launch plan for the Atlas relaunch" in reply
 
 
+async def test_a_note_named_by_a_word_before_note_is_looked_up_by_that_word_not_all_notes_listed(demo):
+    reply, calls = await answer(demo, "I can't find my landlord note")
+    assert calls == [{"tool": "query_notes", "search_term": "landlord", "limit": 20}]
+    assert "Things to raise with the landlord" in reply and "Reading list" not in reply
+
+
 async def test_how_many_tasks_did_i_complete(demo):
     reply, calls = await answer(demo, "how many tasks did I complete?")
     completed = len(await titles(demo, status="completed"))
