@@ -163,6 +163,15 @@ def test_terms_are_stemmed_symmetrically():
     assert terms("Connecting your own models") == terms("connect a model") == ["connect", "model"]
 
 
+def test_two_words_that_say_one_thing_are_one_term():
+    assert terms("How do I log out?") == terms("Logged out, it signs out") == ["logout"]
+    assert terms("where are the logs?") == ["log"]  # the noun is not the verb
+    assert terms("Log in as demo") == ["login", "demo"] and terms("Sign in to the admin.") == ["login", "admin"]
+    assert terms("the access log in JSON") == terms("access log JSON")  # "log in" followed by a noun stays the noun
+    assert terms("when it isn't sure") == terms("when it is not sure") == terms("when it is unsure") == ["unsur"]
+    assert "unsur" not in terms("make sure it runs")
+
+
 def test_a_word_that_only_looks_like_a_stop_word_once_cut_is_kept():
     # "note" cut to "not", "theme" to "them": the word stays, and finds its plural and itself.
     assert terms("my notes") == terms("a note") == ["note"]

@@ -324,12 +324,24 @@ def test_the_limits_the_guide_states_are_the_limits_clarion_enforces():
 def test_the_log_goes_where_the_guide_says():
     from django.conf import settings
 
-    assert "Clarion writes its log to the terminal that runs `manage.py up` (standard error)" in section(
-        "configuration-reference.md", "Monitoring"
-    )
+    log = section("configuration-reference.md", "Where is the log?")
+    assert "Clarion writes its log to the terminal that runs `manage.py up` (standard error)" in log
+    assert "it keeps no log file of its own" in log
+    assert {handler["class"] for handler in settings.LOGGING["handlers"].values()} == {"logging.StreamHandler"}
     console = settings.LOGGING["handlers"]["console"]
     assert console["class"] == "logging.StreamHandler" and "stream" not in console  # a StreamHandler writes to stderr
     assert settings.LOGGING["root"]["handlers"] == ["console"]
+
+
+def test_the_ways_back_in_and_up_to_date_the_guide_gives_exist():
+    from django.contrib import admin
+
+    forgot = section("getting-started.md", "What if I forgot my password?")
+    assert "`manage.py changepassword NAME`" in forgot and "changepassword" in get_commands()
+    assert "under *Users*" in forgot and admin.site.is_registered(get_user_model())
+    update = section("getting-started.md", "How do I update Clarion to a new version?")
+    assert "`manage.py up` applies its database migrations" in update
+    assert "the demo workspace is not seeded a second time" in update  # tests/project/test_up.py runs `up` twice
 
 
 def test_the_backup_the_guide_describes_uses_commands_and_folders_clarion_has():

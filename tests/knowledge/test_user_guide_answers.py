@@ -121,6 +121,13 @@ GUIDE = "docs/user-guide/"
             [],
         ),
         ("How do I stop a reply?", "chatting-with-the-assistant.md", ["Stop generating (or Esc) stops a reply"], []),
+        ("Where are the logs?", "configuration-reference.md", ["writes its log to the terminal", "no log file of its own"], ["Log out"]),
+        ("How do I log out?", "getting-started.md", ["Log out in the top bar ends your session"], ["standard error"]),
+        ("How do I sign out of other browsers?", "getting-started.md", ["until they log out too"], []),
+        ("How do I upgrade to a new version?", "getting-started.md", ["`git pull`", "applies its database migrations"], []),
+        ("I forgot my password", "getting-started.md", ["`manage.py changepassword NAME`"], ["current password"]),
+        ("Can I change my answer after answering?", "answering-questions.md", ["a question is answered once", "in a new message"], []),
+        ("What does the assistant do when it isn't sure?", "getting-started.md", ["multiple-choice question instead of guessing"], []),
         (
             "What does the percentage on an option mean?",
             "answering-questions.md",
@@ -161,6 +168,13 @@ GUIDE = "docs/user-guide/"
         "browser-closed",
         "stop-reply",
         "percentage",
+        "logs",
+        "log-out",
+        "sign-out",
+        "upgrade",
+        "forgot-password",
+        "change-answer",
+        "not-sure",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):

@@ -187,6 +187,7 @@ def test_ctrl_c_stops_the_postgres_up_started_and_the_next_up_starts_cleanly(dat
         assert log_in(second.url, "demo", "demo") == 302
     finally:
         assert second.interrupt() == 0, second.output
+    assert "Demo workspace already exists for demo; no content was changed." in second.output  # an update's second `up`
     assert postgres_stopped(data_dir)
 
 
