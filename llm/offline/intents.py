@@ -203,10 +203,16 @@ _IS_IT_DONE_AS_SAID = re.compile(
     r"(?:[a-z]+ed|paid|sent|bought|made|written|done|taken|given|seen)(?:\s+yet)?\s*\??$",
     re.IGNORECASE,
 )
+# "What's the status of the dark mode design?": a thing of one's own that is not a project, looked
+# up in the task titles (the project's own status is asked by its capitalised name).
+_STATUS_OF = re.compile(
+    r"^(?:what(?:'s|\s+is)|how(?:'s|\s+is))\s+the\s+(?:status|progress|state)\s+(?:of|on|with)\s+(?:the\s+|my\s+)?(?P<term>[\w' /-]+?)\s*\??$",
+    re.IGNORECASE,
+)
 # What is Clarion's rather than the person's: "was my message sent?" asks how Clarion behaves.
 _APP_THING = re.compile(
     r"\b(?:messages?|conversations?|chats?|repl(?:y|ies)|answers?|defaults?|pages?|models?|index|password|account|data"
-    r"|uploads?|documents?|guide|server|database|app)\b",
+    r"|uploads?|documents?|guide|server|database|app|rebuild)\b",
     re.IGNORECASE,
 )
 # A weekday may be part of a title ("is the Friday report done?").
@@ -386,6 +392,12 @@ def _parse(text: str) -> Intent:
         return Intent("tasks", due=words.AGENDA_DAYS[day[1]])  # "tomorrow?": what is due then
     if _PROJECTS_COMPARED.search(raw.lower()):
         return Intent("projects")  # "which project has the most open tasks?": every project's counts answer it
+    if (
+        (status_of := _STATUS_OF.match(raw))
+        and not (_PRODUCT.search(status_of["term"]) or _APP_THING.search(status_of["term"]) or _WORKSPACE_NOUN.search(status_of["term"]))
+        and _names_a_thing(status_of["term"])
+    ):
+        return Intent("tasks", search=status_of["term"].strip())
     if found := _FIND_ANYWHERE.match(raw):
         return Intent("find", search=words.FILLER.sub("", found["term"].strip(" \"'“”")))
     if found := _SEARCH_DOCS.match(raw):

@@ -321,7 +321,8 @@ AGENDA_DAYS = {
 _AGENDA_DAY = rf"today|tonight|tomorrow|this week|next week|this weekend|the weekend|{'|'.join(WEEKDAYS)}"
 _AGENDA_WHEN = rf"(?P<when>{_AGENDA_DAY})"
 _AGENDA = re.compile(
-    r"^(?:what|anything)\b(?:(?!\b(?:did|done|finish\w*|complet\w*|add\w*|creat\w*)\b).)*?"
+    r"^(?:what|anything|(?:do|have)\s+(?:i|we)\s+(?=(?:have|got)\s+anything\b)|is\s+there\s+anything)\b"
+    r"(?:(?!\b(?:did|done|finish\w*|complet\w*|add\w*|creat\w*)\b).)*?"
     rf"\b(?:have|got|on|for|happening|planned|scheduled)\b.*?\b{_AGENDA_WHEN}\b"
 )
 # "What's due?", "anything due?": due, and no day said.

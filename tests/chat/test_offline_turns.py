@@ -207,6 +207,18 @@ async def test_is_the_passport_renewed_shows_the_task_with_its_status(demo):
     assert "**Renew passport** — Home · to-do" in reply
 
 
+async def test_the_status_of_a_thing_that_is_no_project_is_its_task_not_the_guides_theme_menu(demo):
+    reply, calls = await answer(demo, "what's the status of the dark mode design?")
+    assert calls == [{"tool": "query_tasks", "status": "all", "search": "dark mode design", "limit": 50}]
+    assert "**Finalize dark mode design for settings screens** — Harbor · in-progress" in reply and "theme menu" not in reply
+
+
+async def test_anything_on_a_day_lists_what_is_due_then(demo):
+    reply, calls = await answer(demo, "do I have anything tomorrow?")
+    assert [(c["tool"], c.get("due")) for c in calls] == [("query_tasks", "tomorrow")]
+    assert "**Call landlord about the leaking faucet**" in reply
+
+
 async def test_the_latest_note_is_the_one_changed_last_shown_whole(demo):
     reply, calls = await answer(demo, "what's the latest note?")
     assert [c["tool"] for c in calls] == ["query_notes"] and calls[0]["limit"] == 1
