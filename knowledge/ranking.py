@@ -203,6 +203,7 @@ QUESTION_FRAME = frozenset(
         " recommended recommendation intended supposed proper properly correct correctly best practice practices approach"
         " idea ideas solution workaround suggestion suggest tips simple simplest simply easy easiest easily straightforward"
         " variant alternative equivalent somehow anyway wondering wonder confused understand sure really actually"
+        " someone somebody anyone anybody"
     )
 )
 

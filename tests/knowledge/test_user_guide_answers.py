@@ -128,6 +128,9 @@ GUIDE = "docs/user-guide/"
         ("I forgot my password", "getting-started.md", ["`manage.py changepassword NAME`"], ["current password"]),
         ("Can I change my answer after answering?", "answering-questions.md", ["a question is answered once", "in a new message"], []),
         ("What does the assistant do when it isn't sure?", "getting-started.md", ["multiple-choice question instead of guessing"], []),
+        ("Can tasks have subtasks?", "projects-tasks-and-notes.md", ["A task has no subtasks"], []),
+        ("Is there a mobile app?", "getting-started.md", ["it works in a phone's browser"], []),
+        ("Can I share a project with someone?", "your-data.md", ["There is no way to share a project"], []),
         (
             "What does the percentage on an option mean?",
             "answering-questions.md",
@@ -175,6 +178,9 @@ GUIDE = "docs/user-guide/"
         "forgot-password",
         "change-answer",
         "not-sure",
+        "subtasks",
+        "mobile",
+        "share",
     ],
 )
 def test_questions_about_clarion_get_right_cited_answers_from_the_guide(user_guide, question, page, facts, stale):
