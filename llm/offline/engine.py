@@ -184,7 +184,7 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         if searched is None:
             wanted = words.key_words(intent.search or "")
         elif len(steps) == 3:
-            wanted = words.narrower(searched)
+            wanted = words.narrower(searched, question=intent.search or "")
         else:
             wanted = None  # searched twice
         if wanted:

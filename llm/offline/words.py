@@ -425,15 +425,22 @@ _NAMING_NOTHING = frozenset(
 )
 
 
-def narrower(search: str) -> str | None:
-    """The words of a search but its commonest in English, when it has more than one: a note that
-    says "faucet" is what "faucet issue" was after, and "decide" is not written in "Decision:
-    keep the current CMS"."""
+# "Why did we drop the account wall?": what was done to a thing is the asker's word, and maybe not
+# the note's ("Decision: onboarding without an account wall"); a task's title may well start with
+# it ("did I call the landlord?": "Call landlord about the faucet").
+_WHAT_WAS_DONE_TO = re.compile(r"\b(?:did|do|does|should|shall|will|would|could|can)\s+(?:i|we|you|they)\s+(?P<verb>[a-z]+)\b")
+
+
+def narrower(search: str, *, question: str) -> str | None:
+    """The words of a search but the verb of what was done to the thing asked about, else its
+    commonest in English, when it has more than one: a note that says "faucet" is what "faucet
+    issue" was after, and "decide" is not written in "Decision: keep the current CMS"."""
     found = search.split()
     if len(found) < 2:
         return None
-    commonest = max(found, key=lambda w: zipf_frequency(w, "en"))
-    return " ".join(w for w in found if w != commonest)
+    done = _WHAT_WAS_DONE_TO.search(question.lower())
+    left_out = done["verb"] if done and done["verb"] in found else max(found, key=lambda w: zipf_frequency(w, "en"))
+    return " ".join(w for w in found if w != left_out)
 
 
 def key_words(question: str, *, most: int = 4) -> str | None:

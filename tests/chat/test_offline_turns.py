@@ -467,6 +467,14 @@ async def test_a_question_the_knowledge_base_cannot_answer_is_looked_up_in_the_p
     assert calls[2]["search_term"] == "faucet issue" and calls[4]["search_term"] == "faucet"
     assert reply.startswith("I found 1 note matching “faucet”:") and "drips again" in reply and "fine" not in reply
 
+    # What was done to a thing ("drop") is the asker's word and may not be the note's: it is left
+    # out first, before the commonest word ("account").
+    await create(user=alice, title="Decision: onboarding without an account wall", content="New users explore before signing up.")
+    reply, calls = await answer(alice, "why did we drop the account wall?")
+    assert [c["tool"] for c in calls] == LOOKED_UP_TWICE
+    assert calls[2]["search_term"] == "drop account wall" and calls[4]["search_term"] == "account wall"
+    assert reply.startswith("I found 1 note matching “account wall”:") and "explore before signing up" in reply
+
     # A question about how Clarion works that the documentation came close to: its closest pages
     # are named, and the notes are not searched.
     await create(user=alice, title="Export", content="Export the data of the Harbor beta.")
