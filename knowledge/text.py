@@ -37,8 +37,26 @@ _WORD = re.compile(r"[a-z0-9]+")
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s", "e")
 
 
+# Irregular verb forms, read as their verb ("can I edit a message I sent?" is asked of "sends it
+# again"). Not the forms that are words of their own too ("left", "found", "saw", "lead").
+_IRREGULAR = {
+    form: verb
+    for verb, forms in {
+        "send": "sent", "write": "wrote written", "make": "made", "take": "took taken", "run": "ran", "go": "went gone",
+        "pay": "paid", "say": "said", "see": "seen", "tell": "told", "think": "thought", "build": "built",
+        "begin": "began begun", "break": "broke broken", "choose": "chose chosen", "give": "gave given", "keep": "kept",
+        "lose": "lost", "hide": "hid hidden", "forget": "forgot forgotten", "buy": "bought", "bring": "brought",
+        "teach": "taught", "catch": "caught", "drive": "drove driven", "speak": "spoke spoken", "steal": "stole stolen",
+        "freeze": "froze frozen", "wake": "woke woken", "shake": "shook shaken", "hold": "held", "understand": "understood",
+    }.items()
+    for form in forms.split()
+}  # fmt: skip
+
+
 @functools.lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
+    if word in _IRREGULAR:
+        return stem(_IRREGULAR[word])
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             root = word[: -len(suffix)]

@@ -163,6 +163,12 @@ def test_terms_are_stemmed_symmetrically():
     assert terms("Connecting your own models") == terms("connect a model") == ["connect", "model"]
 
 
+def test_an_irregular_verb_form_is_its_verb():
+    assert terms("a message I sent") == terms("a message it sends")
+    assert terms("written") == terms("writes") and terms("made") == terms("making")
+    assert terms("left") != terms("leave") and terms("found") != terms("find")  # words of their own too
+
+
 def test_two_words_that_say_one_thing_are_one_term():
     assert terms("How do I log out?") == terms("Logged out, it signs out") == ["logout"]
     assert terms("where are the logs?") == ["log"]  # the noun is not the verb

@@ -129,6 +129,7 @@ GUIDE = "docs/user-guide/"
         ("Can I change my answer after answering?", "answering-questions.md", ["a question is answered once", "in a new message"], []),
         ("What does the assistant do when it isn't sure?", "getting-started.md", ["multiple-choice question instead of guessing"], []),
         ("Can tasks have subtasks?", "projects-tasks-and-notes.md", ["A task has no subtasks"], []),
+        ("Can I edit a message I sent?", "chatting-with-the-assistant.md", ["Edit on your last message changes it"], []),
         ("Is there a mobile app?", "getting-started.md", ["it works in a phone's browser"], []),
         ("Can I share a project with someone?", "your-data.md", ["There is no way to share a project"], []),
         (
@@ -179,6 +180,7 @@ GUIDE = "docs/user-guide/"
         "change-answer",
         "not-sure",
         "subtasks",
+        "edit-sent",
         "mobile",
         "share",
     ],
