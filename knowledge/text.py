@@ -105,23 +105,25 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # Two words that say one thing are one term. "Log out" and "sign in" are verbs, not the noun "log"
 # or "sign": "where are the logs?" is not asked of "How do I log out?" ("the access log in JSON"
 # stays the noun), and signing in is logging in. "Not sure" is "unsure", which a stop word alone
-# would lose.
-_ONE_TERM = re.compile(
-    r"\b(?P<verb>log|sign)(?:s|ged|ging|ed|ing)?[ \t]+(?P<way>out\b|in(?=[ \t]+(?:as|to|with|again|first|once|here|there)\b|[ \t]*(?:[.,;:!?)]|$)))"
-    r"|(?P<not>\bnot|n['’]t)[ \t]+(?P<unsure>sure|certain|clear)\b",
-    re.IGNORECASE | re.MULTILINE,
+# would lose. Each pattern starts with one set of letters, which lets the search skip through long
+# pages quickly (an alternation there made reading a page's terms a third slower).
+_LOG_IN_OUT = re.compile(
+    r"[LlSs](?:(?<![A-Za-z][Ll])[Oo][Gg]|(?<![A-Za-z][Ss])[Ii][Gg][Nn])(?i:s|ged|ging|ed|ing)?[ \t]+"
+    r"(?P<way>(?i:out)\b|(?i:in)(?=[ \t]+(?i:as|to|with|again|first|once|here|there)\b|[ \t]*(?:[.,;:!?)]|$)))",
+    re.MULTILINE,
 )
+_NOT_SURE = re.compile(r"(?P<not>[Nn](?:(?<![A-Za-z][Nn])[Oo][Tt]|['’][Tt]))[ \t]+(?P<unsure>[Ss]ure|[Cc]ertain|[Cc]lear)\b")
 
 
-def _one_term(match: re.Match[str]) -> str:
-    return f"log{match['way']}" if match["verb"] else f"{match['not']} un{match['unsure']}"
+def _one_term(text: str) -> str:
+    return _NOT_SURE.sub(r"\g<not> un\g<unsure>", _LOG_IN_OUT.sub(lambda match: f"log{match['way'].lower()}", text))
 
 
 def term_list(text: str) -> list[str]:
     """Every term of a text, repeats included (for term frequencies). A CamelCase name is a
     term and so are its words: `SessionMiddleware` is found by "session middleware"."""
     out: list[str] = []
-    text = _ONE_TERM.sub(_one_term, text)
+    text = _one_term(text)
     for token in CASED_TOKEN.findall(text):
         lowered = token.lower()
         out.extend(_token_terms(lowered))

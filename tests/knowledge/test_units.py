@@ -172,6 +172,7 @@ def test_an_irregular_verb_form_is_its_verb():
 def test_two_words_that_say_one_thing_are_one_term():
     assert terms("How do I log out?") == terms("Logged out, it signs out") == ["logout"]
     assert terms("where are the logs?") == ["log"]  # the noun is not the verb
+    assert terms("How do I Log Out?") == ["logout"] and terms("catalog out") == ["catalog"]
     assert terms("Log in as demo") == ["login", "demo"] and terms("Sign in to the admin.") == ["login", "admin"]
     assert terms("the access log in JSON") == terms("access log JSON")  # "log in" followed by a noun stays the noun
     assert terms("when it isn't sure") == terms("when it is not sure") == terms("when it is unsure") == ["unsur"]
