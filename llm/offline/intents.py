@@ -330,6 +330,12 @@ def _names_a_thing(text: str) -> bool:
     return any(zipf_frequency(word, "en") < EVERYDAY_ZIPF and word not in _POSSESSIVES for word in found)
 
 
+def _ones_own_thing(term: str) -> bool:
+    """A thing of the person's own, named well enough to look for in the task titles: not one of
+    Clarion's ("the message", "the index") and not everyday words ("still here")."""
+    return not (_PRODUCT.search(term) or _APP_THING.search(term)) and _names_a_thing(term)
+
+
 def _said_in_passing(said: re.Match[str]) -> Intent:
     if said["undo"]:
         return Intent("knowledge", search="Can I undo a change?")
@@ -392,11 +398,7 @@ def _parse(text: str) -> Intent:
         return Intent("tasks", due=words.AGENDA_DAYS[day[1]])  # "tomorrow?": what is due then
     if _PROJECTS_COMPARED.search(raw.lower()):
         return Intent("projects")  # "which project has the most open tasks?": every project's counts answer it
-    if (
-        (status_of := _STATUS_OF.match(raw))
-        and not (_PRODUCT.search(status_of["term"]) or _APP_THING.search(status_of["term"]) or _WORKSPACE_NOUN.search(status_of["term"]))
-        and _names_a_thing(status_of["term"])
-    ):
+    if (status_of := _STATUS_OF.match(raw)) and _ones_own_thing(status_of["term"]) and not _WORKSPACE_NOUN.search(status_of["term"]):
         return Intent("tasks", search=status_of["term"].strip())
     if found := _FIND_ANYWHERE.match(raw):
         return Intent("find", search=words.FILLER.sub("", found["term"].strip(" \"'“”")))
@@ -415,11 +417,7 @@ def _parse(text: str) -> Intent:
         return Intent("open_range")  # "what's due in December?": no window names a month by its name
     if (asked := _IS_IT_DONE.match(raw)) and (term := (asked["term"] or asked["term2"]).strip(" \"'“”")) and not _NOT_ONE_TASK.search(term):
         return Intent("tasks", search=term)  # "is the passport task done?": that task, with its status
-    if (
-        (said := _IS_IT_DONE_AS_SAID.match(raw))
-        and not (_PRODUCT.search(said["term"]) or _APP_THING.search(said["term"]))
-        and _names_a_thing(said["term"])
-    ):
+    if (said := _IS_IT_DONE_AS_SAID.match(raw)) and _ones_own_thing(said["term"]):
         return Intent("tasks", search=said["term"].strip())
     if done := _WHAT_WAS_DONE.search(raw):
         when = (done["when"] or "").lower()

@@ -303,7 +303,7 @@ def _due_window(lower: str) -> str | None:
     if open_ := WHAT_IS_OPEN.search(lower):
         # "What do I need to do tomorrow?" is that day's; "... today?" is what needs doing first (the
         # focus list), and "what's on my plate?" everything not done yet.
-        day = re.search(rf"\b(?:{_AGENDA_DAY})\b", lower[open_.start() :])
+        day = _A_DAY.search(lower, open_.start())
         return AGENDA_DAYS[day[0]] if day and AGENDA_DAYS[day[0]] != "today" else None
     if agenda := _AGENDA.search(lower):
         return AGENDA_DAYS[agenda["when"]]
@@ -320,6 +320,7 @@ AGENDA_DAYS = {
 }  # fmt: skip
 _AGENDA_DAY = rf"today|tonight|tomorrow|this week|next week|this weekend|the weekend|{'|'.join(WEEKDAYS)}"
 _AGENDA_WHEN = rf"(?P<when>{_AGENDA_DAY})"
+_A_DAY = re.compile(rf"\b(?:{_AGENDA_DAY})\b")
 _AGENDA = re.compile(
     r"^(?:what|anything|(?:do|have)\s+(?:i|we)\s+(?=(?:have|got)\s+anything\b)|is\s+there\s+anything)\b"
     r"(?:(?!\b(?:did|done|finish\w*|complet\w*|add\w*|creat\w*)\b).)*?"
