@@ -248,6 +248,14 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
         return _task_queries(intent, project_id=project_id, limit=50)
     if intent.kind == "cleanup":
         return phrasing.cleanup_answer(steps[-1].result, project_name=project_name)
+    # A title says it its own way ("Renew passport" for "passport renewal"): when no title has the
+    # words as asked, once more with the rarest of them, in a shorter form.
+    if intent.search and steps[-1].arguments.get("search") != intent.search:
+        return phrasing.tasks_answer(
+            steps[-1].result, project_name=project_name, search=steps[-1].arguments["search"], instead_of=intent.search
+        )
+    if intent.search and len(steps) == 1 and not steps[0].result.get("tasks") and (word := words.title_word(intent.search)):
+        return "query_tasks", {**steps[0].arguments, "search": word}
     return "\n\n".join(phrasing.tasks_answer(step.result, project_name=project_name, search=intent.search) for step in steps)
 
 

@@ -276,6 +276,18 @@ _SHOW_ONE_TASK = re.compile(
     r"(?P<term>.+?)\s*[?.!]*$",
     re.IGNORECASE,
 )
+# "Find the passport renewal task", "where is my dentist task?": one task, named before the word
+# "task". Not a listing ("the latest task", "my next to-do"), which the other rules read.
+_TASK_NAMED_FIRST = re.compile(
+    r"^(?:please\s+)?(?:(?:i\s+)?(?:can(?:no|['’])t|could(?:n['’]t| not))\s+find|show|open|view|display|get|find|look\s+for|pull\s+up"
+    r"|where(?:['’]s|\s+is))\s+(?:me\s+)?(?:the|my)\s+(?P<term>.+?)\s+(?:task|to-?do)\s*[?.!]*$",
+    re.IGNORECASE,
+)
+_LISTING_WORD = re.compile(
+    r"\b(?:latest|newest|oldest|last|next|first|open|urgent|overdue|completed|finished|done|pending|current|recent|new|old"
+    r"|high|low|medium|important|priority|other|same|only|one|\d+)\b",
+    re.IGNORECASE,
+)
 # "Rename this conversation to Planning", "switch to dark mode", "change my password": done in
 # Clarion's pages, not to the workspace; the guide says how.
 _CHANGE_TO_THE_APP = re.compile(
@@ -389,6 +401,13 @@ def _parse(text: str) -> Intent:
     if shown := _SHOW_ONE_TASK.match(raw):  # "show the task Renew passport (in Home)"
         term, where = shown["term"], words.IN_PROJECT_AT_END.search(shown["term"])
         return Intent("tasks", search=(term[: where.start()] if where else term).strip(" \"'“”"), project_name=where and where["name"])
+    if (
+        (named := _TASK_NAMED_FIRST.match(raw))
+        and not _LISTING_WORD.search(term := named["term"])
+        and not re.fullmatch(r"[A-Z][\w&-]*", term)  # "my Harbor task": a project's, read below
+        and _ones_own_thing(term)
+    ):
+        return Intent("tasks", search=term.strip(" \"'“”"))  # "find the passport renewal task": that task
     if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(name := about["name"] or about["about"]):
         # "What's Atlas about?" may name no project: then it is looked up in the tasks and notes.
         return Intent("maybe_project" if about["about"] else "project_status", project_name=name)

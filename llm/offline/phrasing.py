@@ -156,15 +156,17 @@ def task_noun(filters: Mapping[str, object]) -> str:
     return " ".join(filter(None, [label, priority, "tasks", due_words(due, due_on) or undated, unfiled]))
 
 
-def tasks_answer(result: dict, *, project_name: str | None, search: str | None) -> str:
+def tasks_answer(result: dict, *, project_name: str | None, search: str | None, instead_of: str | None = None) -> str:
+    """instead_of: the words first searched for, which no title had (`search` is the retry)."""
     tasks = result["tasks"]
     filters = result.get("filters", {})
     status = filters.get("status", "all")
     where = scope(project_name, search)
     noun = task_noun(filters) + _window(result)
+    missed = f"No task title has “{instead_of}”. " if instead_of else ""
     if not tasks:
-        return f"You have no {noun}{where}."
-    lines = [f"Here are your {noun}{where} ({result['total']}):", ""]
+        return f"You have no {noun}{scope(project_name, instead_of or search)}."  # the words as asked
+    lines = [f"{missed}Here are your {noun}{where} ({result['total']}):", ""]
     today = dt.date.fromisoformat(result["today"]) if result.get("today") else None
     lines += [_task_line(t, show_status=status in ("all", "open"), today=today, in_project=project_name) for t in tasks]
     if result.get("truncated"):

@@ -444,6 +444,20 @@ def narrower(search: str, *, question: str) -> str | None:
     return " ".join(w for w in found if w != left_out)
 
 
+# Endings a title may not share with the word asked: "renewal" is found as "renew", "receipts" as
+# "receipt". Four letters at least are left.
+_TITLE_ENDING = re.compile(r"(?<=[a-z]{4})(?:ments?|als?|ings?|s)$")
+
+
+def title_word(search: str) -> str | None:
+    """The rarest word in English of a search of several, cut to its stem, for looking through
+    titles once more: "passport renewal" finds "Renew passport" by "renew"."""
+    found = [w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", search.lower()) if w not in _NAMING_NOTHING]
+    if len(found) < 2:
+        return None
+    return _TITLE_ENDING.sub("", min(found, key=lambda w: zipf_frequency(w, "en")))
+
+
 def key_words(question: str, *, most: int = 4) -> str | None:
     found = [
         w

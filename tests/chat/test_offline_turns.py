@@ -372,6 +372,21 @@ async def test_thanks_is_answered_in_kind_and_one_task_shown_by_its_name(demo):
     assert reply.startswith("Here are your tasks matching “Renew passport” (1):") and "**Renew passport** — Home" in reply
 
 
+async def test_a_task_asked_about_in_other_words_is_found_by_the_rarest_word_in_a_shorter_form(demo):
+    reply, calls = await answer(demo, "find the passport renewal task")
+    assert calls == [
+        {"tool": "query_tasks", "status": "all", "search": "passport renewal", "limit": 50},
+        {"tool": "query_tasks", "status": "all", "search": "renew", "limit": 50},
+    ]
+    assert reply.startswith("No task title has “passport renewal”. Here are your tasks matching “renew” (1):")
+    assert "**Renew passport** — Home" in reply
+    reply, calls = await answer(demo, "is the zebra crossing done?")  # in no title, either way
+    assert [c["search"] for c in calls] == ["zebra crossing", "zebra"]
+    assert reply == "You have no tasks matching “zebra crossing”."
+    reply, calls = await answer(demo, "where is my dentist task?")  # found as asked: searched once
+    assert [c["search"] for c in calls] == ["dentist"] and "**Book dentist appointment**" in reply
+
+
 async def test_a_bare_name_is_that_projects_status_or_else_a_word_looked_up_in_tasks_and_notes(demo):
     reply, calls = await answer(demo, "Harbor")
     assert reply.startswith("**Harbor**: ") and " to do, " in reply.split("\n")[0]  # its counts, then what is open

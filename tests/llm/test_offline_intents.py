@@ -210,6 +210,11 @@ from llm.offline.intents import Intent, asks_how_clarion_works, parse
         ("I can't find my passport note", Intent("notes", search="passport")),
         ("where is my landlord note?", Intent("notes", search="landlord")),
         ("find my Harbor notes", Intent("notes", project_name="Harbor")),
+        ("find the passport renewal task", Intent("tasks", search="passport renewal")),
+        ("where is my dentist task?", Intent("tasks", search="dentist")),
+        ("I can't find the smoke test to-do", Intent("tasks", search="smoke test")),
+        ("show me the latest task", Intent("tasks")),  # a listing, not a task called "latest"
+        ("find my urgent task", Intent("tasks", status="open", priority="urgent")),
         ("I can't log in", Intent("knowledge", search="I can't log in")),
         ("help, I can't sign in", Intent("knowledge", search="help, I can't sign in")),
         ("login doesn't work", Intent("knowledge", search="login doesn't work")),
