@@ -113,10 +113,26 @@ _LOG_IN_OUT = re.compile(
     re.MULTILINE,
 )
 _NOT_SURE = re.compile(r"(?P<not>[Nn](?:(?<![A-Za-z][Nn])[Oo][Tt]|['’][Tt]))[ \t]+(?P<unsure>[Ss]ure|[Cc]ertain|[Cc]lear)\b")
+# Turning or switching a thing on or off ("turn it off") is enabling or disabling it, whichever
+# words a page uses: "on" and "off" alone are stop words, and the question would lose its point.
+# Found from the "on"/"off" back: "t" and "s" start too many words for a search from the verb.
+_ON_OFF = re.compile(r"[ \t](?P<way>[Oo](?:[Nn]|[Ff][Ff]))\b")
+_TURNED = re.compile(r"(?<![A-Za-z])(?i:turn|switch)(?i:s|es|ed|ing)?[ \t]+(?:(?i:it|them|this|that|these|those)[ \t]+)?$")
+
+
+def _enabled_or_disabled(text: str) -> str:
+    out: list[str] = []
+    done = 0
+    for way in _ON_OFF.finditer(text):
+        if turned := _TURNED.search(text, max(done, way.start() - 24), way.start() + 1):
+            out += [text[done : turned.start()], "disable" if way["way"].lower() == "off" else "enable"]
+            done = way.end()
+    return "".join([*out, text[done:]]) if out else text
 
 
 def _one_term(text: str) -> str:
-    return _NOT_SURE.sub(r"\g<not> un\g<unsure>", _LOG_IN_OUT.sub(lambda match: f"log{match['way'].lower()}", text))
+    text = _enabled_or_disabled(_LOG_IN_OUT.sub(lambda match: f"log{match['way'].lower()}", text))
+    return _NOT_SURE.sub(r"\g<not> un\g<unsure>", text)
 
 
 def term_list(text: str) -> list[str]:

@@ -177,6 +177,10 @@ def test_two_words_that_say_one_thing_are_one_term():
     assert terms("the access log in JSON") == terms("access log JSON")  # "log in" followed by a noun stays the noun
     assert terms("when it isn't sure") == terms("when it is not sure") == terms("when it is unsure") == ["unsur"]
     assert "unsur" not in terms("make sure it runs")
+    # Turning or switching a thing off is disabling it, whichever words the page uses.
+    assert terms("how do I turn it off?") == terms("Switched off") == terms("disable") == ["disabl"]
+    assert terms("turning on the detector") == terms("enable the detector") == ["enabl", "detector"]
+    assert terms("in turn, on the other hand") == ["turn", "hand"] and terms("return on investment") == ["return", "investment"]
 
 
 def test_a_word_that_only_looks_like_a_stop_word_once_cut_is_kept():
