@@ -52,8 +52,8 @@ _POINTED_AT_CHANGE = re.compile(
 )
 # "What did I finish this week?", "what have I got done?": the tasks completed then (or ever).
 _WHAT_WAS_DONE = re.compile(
-    r"(?:\bwhat|^(?:did|have))\s+(?:did\s+|have\s+|'ve\s+)?(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get(?:\s+\w+)?\s+done|got(?:\s+\w+)?\s+done|gotten done|done"
-    r"|(?:do|work on|worked on)\b(?=.*\b(?:today|yesterday|(?:this|last) (?:week|month)|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b))\b"
+    r"(?:\bwhat|^(?:did|have))\s+(?:did\s+|have\s+|'ve\s+|was\s+|were\s+)?(?:i|we)\s+(?:finish(?:ed)?|complete(?:d)?|close(?:d)?|get(?:\s+\w+)?\s+done|got(?:\s+\w+)?\s+done|gotten done|done"
+    r"|(?:do|work on|worked on|working on)\b(?=.*\b(?:today|yesterday|(?:this|last) (?:week|month)|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b))\b"
     rf"(?:.*?\b(?P<when>{'|'.join(words.PAST_WINDOWS)}))?",
     re.IGNORECASE,
 )
@@ -472,7 +472,12 @@ def _parse(text: str) -> Intent:
             lower,
         )
     )
-    mentions_tasks = bool(re.search(r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\bwork(ing)? on\b|\b(?:over)?due\b", lower))
+    # "What should I work on?" is about tasks; "does it work on my phone?" about Clarion.
+    mentions_tasks = bool(
+        re.search(
+            r"\btasks?\b|\bto[- ]?dos?\b|\bon my plate\b|\b(?<!\bit )(?<!\bthis )(?<!\bclarion )work(ing)? on\b|\b(?:over)?due\b", lower
+        )
+    )
     mentions_projects = bool(re.search(r"\bprojects?\b", lower))
     owns_projects = mentions_projects and bool(re.search(r"\b(?:my|i have|i've got|we have)\b", lower))
     status = words.status(words.WHAT_IS_OPEN.sub("", lower))  # "what do I have to do?" asks for more than to-dos

@@ -211,6 +211,11 @@ from llm.offline.intents import Intent, asks_how_clarion_works, parse
         ("where is my landlord note?", Intent("notes", search="landlord")),
         ("find my Harbor notes", Intent("notes", project_name="Harbor")),
         ("find the passport renewal task", Intent("tasks", search="passport renewal")),
+        ("what was I working on yesterday?", Intent("tasks", status="completed", completed="yesterday")),
+        ("what am I working on?", Intent("tasks", status="in_progress")),
+        # Whether Clarion works somewhere is asked of its guide, not of the tasks.
+        ("does it work on my phone?", Intent("knowledge", search="does it work on my phone?")),
+        ("will this work on Windows?", Intent("knowledge", search="will this work on Windows?")),
         ("where is my dentist task?", Intent("tasks", search="dentist")),
         ("I can't find the smoke test to-do", Intent("tasks", search="smoke test")),
         ("show me the latest task", Intent("tasks")),  # a listing, not a task called "latest"
