@@ -28,7 +28,7 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from knowledge.citations import MARKER, without_markers_in_code
 from knowledge.ranking import QUESTION_FRAME, QuestionShape, query_terms
@@ -245,6 +245,11 @@ def _local_weights(wanted: list[str], analysed: list[_Analysed]) -> dict[str, fl
 _SWITCH = (
     r"\bis there (?:a|an|any) (?:way|option|setting|flag|config\w*)\b|\bturn (?:\w+ )?(?:off|on)\b"
     r"|\b(?:disable|enable|configure|settings?|options?|flags?)\b"
+)
+# An inline name to type: an identifier with "_", ".", "-", "=" or "()" in it, or an option.
+_NAMES_CODE = re.compile(
+    r"\b(?:called|named|use|using|set|setting|pass|passing|add|adding|with|via|through|enable|disable|run|call)\s+(?:the\s+|a\s+|an\s+)?"
+    r"`(?:-{1,2}[\w-]+|[\w.]*[_.=(][\w.=()\[\]-]*|[\w-]+-[\w-]+)`"
 )
 _HOW_TO = re.compile(
     r"^\s*(?:how|show me|example)\b|\bhow (?:do|can|should|would|to)\b|\b(?:syntax|snippet|example)\b"
@@ -476,6 +481,20 @@ def _from_section(
     if how_to and not any(c.piece.unit.kind == "code" for c in picked):
         examples = [c for c in candidates if c.source == best.source and c.section == best.section and c.piece.unit.kind == "code"]
         picked += sorted(examples, key=lambda c: -c.score)[:1]
+    if how_to:
+        # How to do a thing is often a name to use ("a parser flag called `ignore_unknown_options`")
+        # that a sentence after the section's opening gives: the best such sentence not quoted yet.
+        have = {c.piece.unit.position for c in picked}
+        naming = [
+            c
+            for c in candidates
+            if c.source == best.source
+            and c.section == best.section
+            and c.piece.unit.position not in have
+            and _NAMES_CODE.search(c.piece.unit.text)
+        ]
+        # Quoted right after the best piece: the answer's length budget must not leave it out.
+        picked += [replace(c, score=best.score) for c in sorted(naming, key=lambda c: -c.score)[:1]]
     leads = {c.piece.unit.lead for c in picked if c.piece.unit.kind == "item" and c.piece.unit.lead}
     if leads:
         # The whole list a lead-in introduces, not a few of its items.

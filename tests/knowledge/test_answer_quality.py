@@ -241,6 +241,26 @@ def test_a_question_after_a_way_to_change_something_gets_the_option_and_a_link_i
     assert offline.verify(draft=draft.answer, sources=[STRINGS]).is_good_enough
 
 
+FORWARDING = """# Advanced
+
+## Forwarding unknown options
+
+Sometimes a command should accept unknown options and pass them on to another program.
+Accepting unknown options this way has limits that lie in the nature of the problem.
+The support is provided through a parser flag called `ignore_unknown_options`, which collects them as leftover arguments.
+Unknown long options are passed on as they are, so an unknown option such as `--foo` reaches the other program.
+Unknown short options might be partly handled: in the example an option called `-v` is known, so in `-va` only `-a` is passed on.
+Passing unknown options to another program this way is discouraged where a program can avoid it.
+Options and arguments of another program mixed with your own options make unknown options hard to pass on reliably.
+"""
+
+
+def test_a_question_after_how_gets_the_sentence_that_names_what_to_use():
+    draft = answer_from([page(FORWARDING), OTHER], "How do I accept unknown options and pass them to another program?")
+    assert "`ignore_unknown_options`" in draft.answer and draft.citations == [1]
+    assert offline.verify(draft=draft.answer, sources=[FORWARDING]).is_good_enough
+
+
 # --- how the words of a question weigh -------------------------------------------------------------
 
 WORDS = [
