@@ -246,7 +246,8 @@ _SWITCH = (
     r"\bis there (?:a|an|any) (?:way|option|setting|flag|config\w*)\b|\bturn (?:\w+ )?(?:off|on)\b"
     r"|\b(?:disable|enable|configure|settings?|options?|flags?)\b"
 )
-# An inline name to type: an identifier with "_", ".", "-", "=" or "()" in it, or an option.
+# A name to type, introduced as one ("called `x_y`", "use `--flag`", "set `a.b=1`"): an identifier
+# with "_", ".", "-", "=" or "(" in it, or an option.
 _NAMES_CODE = re.compile(
     r"\b(?:called|named|use|using|set|setting|pass|passing|add|adding|with|via|through|enable|disable|run|call)\s+(?:the\s+|a\s+|an\s+)?"
     r"`(?:-{1,2}[\w-]+|[\w.]*[_.=(][\w.=()\[\]-]*|[\w-]+-[\w-]+)`"
