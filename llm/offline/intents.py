@@ -160,11 +160,13 @@ def asks_how_clarion_works(text: str) -> bool:
 # project named as projects are (capitalised), asked about as a whole.
 _PROJECT_STATUS = re.compile(
     r"^(?i:(?:please\s+)?(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:status|progress|state)\s+(?:of|on|in|with)"
-    r"|how(?:'s|\s+is)|how\s+are\s+things\s+(?:in|on|with)|where\s+are\s+we\s+(?:on|with)|what(?:'s|\s+is)\s+happening\s+(?:in|on|with)"
+    r"|how(?:'s|\s+is)|how\s+far\s+along\s+(?:is|are)|how\s+are\s+things\s+(?:in|on|with)|where\s+are\s+we\s+(?:on|with)|what(?:'s|\s+is)\s+happening\s+(?:in|on|with)"
     r"|(?:give\s+me\s+)?(?:an?\s+)?(?:status|summary|overview|update)\s+(?:of|on|for)|tell\s+me\s+about|describe"
     r"|(?:show|open|view|go\s+to)(?:\s+me)?)\s+(?:the\s+)?(?:project\s+)?)"
     r"(?P<name>[A-Z][\w&-]*)(?i:\s+project)?(?i:\s+(?:going|doing|coming\s+along|looking))?\s*[?.!]*$"
     r"|^(?i:what(?:'s|\s+is)\s+(?:the\s+)?(?:project\s+)?)(?P<about>[A-Z][\w&-]*)(?i:\s+project)?(?i:\s+about)\s*[?.!]*$"
+    r"|^(?i:is\s+(?:the\s+)?(?:project\s+)?)(?P<on_track>[A-Z][\w&-]*)(?i:\s+project)?"
+    r"(?i:\s+(?:on\s+track|on\s+schedule|behind(?:\s+schedule)?|late|going\s+well))\s*[?.!]*$"
 )
 # "How am I doing?", "summarize my week", "give me an overview": how the person stands as a whole.
 # Only the whole message: "a summary of the release notes" asks for something else.
@@ -183,7 +185,7 @@ _OVERVIEW = re.compile(
 # every open task.
 _FOCUS = re.compile(
     r"\b(?:(?:should|shall|could|can|do)\s+(?:i|we)\s+(?:focus\s+on|tackle|prioriti[sz]e|start(?:\s+on|\s+with)?"
-    r"|(?:work\s+on|do|finish)\s+(?:next|first|today|now|right\s+now))"
+    r"|(?:work\s+on|do|finish)\s+(?:next|first|today|now|right\s+now|tonight|this\s+(?:morning|afternoon|evening)))"
     r"|where\s+(?:should|shall|do)\s+(?:i|we)\s+start|what(?:'s|\s+is)\s+(?:up\s+)?next|needs?\s+my\s+attention"
     r"|what(?:'s|\s+is)\s+(?:my|our)\s+next\s+(?:task|to-?do|thing)"
     r"|(?:my|our)\s+priorities|\bplan\s+(?:my|the)\s+day"
@@ -408,9 +410,9 @@ def _parse(text: str) -> Intent:
         and _ones_own_thing(term)
     ):
         return Intent("tasks", search=term.strip(" \"'“”"))  # "find the passport renewal task": that task
-    if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(name := about["name"] or about["about"]):
-        # "What's Atlas about?" may name no project: then it is looked up in the tasks and notes.
-        return Intent("maybe_project" if about["about"] else "project_status", project_name=name)
+    if (about := _PROJECT_STATUS.match(raw)) and not _PRODUCT.search(name := about["name"] or about["about"] or about["on_track"]):
+        # "What's Atlas about?", "is Bob late?" may name no project: then it is looked up in the tasks and notes.
+        return Intent("maybe_project" if about["about"] or about["on_track"] else "project_status", project_name=name)
     if re.fullmatch(r"[A-Z][\w&-]*(?:\s+[A-Z][\w&-]*){0,2}\s*[?.!]*", raw) and lower.strip("?.! ") not in words.AGENDA_DAYS:
         return Intent("maybe_project", project_name=raw.strip("?.! "))
     if day := re.fullmatch(r"(today|tonight|tomorrow|this week|next week|this weekend)\s*[?.!]*", lower):
@@ -495,7 +497,9 @@ def _parse(text: str) -> Intent:
     if priority and status == "all":
         status = "open"  # what is urgent is what is still to do, unless the question names a status
     counting = bool(re.search(r"\bhow many\b|\bcount\b|\bnumber of\b", lower))
-    if re.search(r"\bdue\s+(?:(?:any\s*time|sometime)\s+)?(?:after|before|between|until|from)\b", lower):
+    if re.search(
+        r"\bdue\s+(?:(?:any\s*time|sometime)\s+)?(?:after|before|between|until|from)\b|\bto\s+(?:do|finish)\s+(?:before|until)\b", lower
+    ):
         return Intent("open_range")  # "due after Friday": a listing of one day or window would be wrong
     if (dated := words.DUE_DATE.search(raw)) and words.due_date(raw) is None:  # "due on Nov 31": no listing would be right
         return Intent("no_such_date", search=re.sub(r"^due\s+(?:(?:on|by)\s+)?(?:the\s+)?", "", dated[0], flags=re.IGNORECASE))

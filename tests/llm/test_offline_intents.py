@@ -212,6 +212,12 @@ from llm.offline.intents import Intent, asks_how_clarion_works, parse
         ("find my Harbor notes", Intent("notes", project_name="Harbor")),
         ("find the passport renewal task", Intent("tasks", search="passport renewal")),
         ("what was I working on yesterday?", Intent("tasks", status="completed", completed="yesterday")),
+        ("how far along is Atlas?", Intent("project_status", project_name="Atlas")),
+        ("is Harbor on track?", Intent("maybe_project", project_name="Harbor")),
+        ("is the Atlas project behind schedule?", Intent("maybe_project", project_name="Atlas")),
+        ("what should I do this afternoon?", Intent("focus")),
+        ("what should I work on tonight?", Intent("focus")),
+        ("what do I have to do before Friday?", Intent("open_range")),  # no window is "before Friday"
         ("what am I working on?", Intent("tasks", status="in_progress")),
         # Whether Clarion works somewhere is asked of its guide, not of the tasks.
         ("does it work on my phone?", Intent("knowledge", search="does it work on my phone?")),
