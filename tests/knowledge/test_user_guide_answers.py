@@ -113,7 +113,7 @@ GUIDE = "docs/user-guide/"
         ("Does it work on my phone?", "getting-started.md", ["it works in a phone's browser too"], []),
         ("Is my data private?", "your-data.md", ["private to your account"], ["Refusal policy"]),
         ("Can I use a remote Postgres database?", "configuration-reference.md", ["on this machine or a remote one"], []),
-        ("How do I turn off the clarifying questions?", "configuration-reference.md", ["`CLARIFICATION_ENABLED`"], []),
+        ("How do I turn off the questions?", "answering-questions.md", ["`CLARIFICATION_ENABLED=false`", "confirmation card"], []),
         (
             "How do I remove a document from the knowledge base?",
             "managing-sources.md",
