@@ -130,7 +130,14 @@ def _enabled_or_disabled(text: str) -> str:
     return "".join([*out, text[done:]]) if out else text
 
 
+# A box one types in is a thing of its own: "the chat box" is not what "start a new chat" asks about.
+# Not "search box": searching is what one does with it ("how do I search my conversations?").
+_A_BOX = re.compile(r"\b(?P<what>[Cc]hat|[Tt]ext|[Mm]essage|[Ii]nput|[Cc]heck)[ \t]+[Bb]ox(?P<plural>es)?\b")
+
+
 def _one_term(text: str) -> str:
+    if " box" in text or " Box" in text:  # seldom: the pattern is slow to look for everywhere
+        text = _A_BOX.sub(lambda match: f"{match['what'].lower()}box{match['plural'] or ''}", text)
     text = _enabled_or_disabled(_LOG_IN_OUT.sub(lambda match: f"log{match['way'].lower()}", text))
     return _NOT_SURE.sub(r"\g<not> un\g<unsure>", text)
 

@@ -177,6 +177,9 @@ def test_two_words_that_say_one_thing_are_one_term():
     assert terms("the access log in JSON") == terms("access log JSON")  # "log in" followed by a noun stays the noun
     assert terms("when it isn't sure") == terms("when it is not sure") == terms("when it is unsure") == ["unsur"]
     assert "unsur" not in terms("make sure it runs")
+    # A box one types in is a thing of its own, not what it is named after; a search box still searches.
+    assert terms("the chat box") == terms("Chat boxes") == ["chatbox"] and "chat" not in terms("in the chat box")
+    assert terms("its search box finds") == ["search", "box", "find"]
     # Turning or switching a thing off is disabling it, whichever words the page uses.
     assert terms("how do I turn it off?") == terms("Switched off") == terms("disable") == ["disabl"]
     assert terms("turning on the detector") == terms("enable the detector") == ["enabl", "detector"]
