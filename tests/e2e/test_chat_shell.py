@@ -39,3 +39,22 @@ def test_too_long_message_shows_the_limit_and_keeps_the_text(live_url, browser_c
     expect(page.locator("#composer-error")).to_contain_text("the limit is 8,000")
     expect(page.locator("#composer-input")).to_have_value("x" * 9000)
     expect(page.locator("#message-list .message")).to_have_count(0)
+
+
+def test_shift_enter_starts_a_new_line_and_enter_sends_the_message_on_several_lines(live_url, browser_context):
+    get_user_model().objects.create_user(username="gwen", password="correct-horse")
+    page = browser_context.new_page()
+    log_in(page, live_url, "gwen", "correct-horse")
+    wait_for_socket(page)
+    composer = page.locator("#composer-input")
+    composer.click()
+    page.keyboard.type("first line")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("second line")
+    expect(composer).to_have_value("first line\nsecond line")
+    expect(page.locator("#message-list .message-user")).to_have_count(0)  # nothing sent yet
+
+    page.keyboard.press("Enter")
+    shown = page.locator("#message-list .message-user .message-body")
+    expect(shown).to_have_text("first line\nsecond line", use_inner_text=True)  # two lines, as typed
+    expect(composer).to_have_value("")
