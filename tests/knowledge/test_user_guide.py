@@ -520,4 +520,4 @@ def test_the_guide_says_an_unanswered_question_links_the_closest_pages():
     assert "says so instead of guessing, and links the pages that come closest" in section(
         "chatting-with-the-assistant.md", "Answers with citations"
     )
-    assert "and links the pages that came closest" in section("knowledge-base.md", "How an answer is made")
+    assert "and links the pages that came closest" in section("knowledge-base.md", "Why didn't the assistant answer my question?")
