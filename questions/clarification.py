@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from llm import CallBudget, ChatMessage, LLMClient, LLMError, auxiliary_budget
+from llm.offline.intents import asks_how_clarion_works
 
 log = logging.getLogger("clarion.questions")
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
@@ -106,6 +107,10 @@ async def analyze(
 
 
 def analyze_with_templates(request: str, *, projects: list[str]) -> AmbiguityAnalysis:
+    # "How do I reset the demo workspace?" asks how, and the guide answers it: nothing is done, so
+    # there is nothing to ask about.
+    if asks_how_clarion_works(request):
+        return AmbiguityAnalysis.clear(request)
     for template in templates():
         if any(re.search(pattern, request, re.IGNORECASE) for pattern in template["triggers"]):
             return _from_template(template, projects)

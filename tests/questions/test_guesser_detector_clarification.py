@@ -85,6 +85,9 @@ def test_templates_match_ambiguous_requests_only():
     for scoped in ("delete everything due today", "clear everything in Atlas", "remove everything completed this week"):
         assert clarification.analyze_with_templates(scoped, projects=[]).ambiguity_type == "clear", scoped
     assert clarification.analyze_with_templates("wipe my workspace", projects=[]).ambiguity_type == "safety"
+    # Asking how is no request to act: the guide answers it, and there is nothing to ask about.
+    for asking in ("how do I reset the demo workspace?", "How can I clean up my tasks?"):
+        assert clarification.analyze_with_templates(asking, projects=[]).ambiguity_type == "clear", asking
 
 
 def test_enhance_with_maps_to():
