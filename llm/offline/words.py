@@ -452,16 +452,20 @@ _TITLE_ENDING = re.compile(r"(?<=[a-z]{4})(?:ments?|als?|ings?|s)$")
 def title_word(search: str) -> str | None:
     """The rarest word in English of a search of several, cut to its stem, for looking through
     titles once more: "passport renewal" finds "Renew passport" by "renew"."""
-    found = [w for w in re.findall(r"[a-z0-9][a-z0-9'-]*", search.lower()) if w not in _NAMING_NOTHING]
+    found = _naming_words(search)
     if len(found) < 2:
         return None
     return _TITLE_ENDING.sub("", min(found, key=lambda w: zipf_frequency(w, "en")))
 
 
 def key_words(question: str, *, most: int = 4) -> str | None:
-    found = [
+    return " ".join(dict.fromkeys(_naming_words(question)[:most])) or None
+
+
+def _naming_words(text: str) -> list[str]:
+    """The words of a text that may name a thing to look for, in order, lower case."""
+    return [
         w
-        for w in re.findall(r"[a-z0-9][a-z0-9'-]*", question.lower().replace("’", "'"))
+        for w in re.findall(r"[a-z0-9][a-z0-9'-]*", text.lower().replace("’", "'"))
         if len(w) > 2 and w.replace("'", "") not in _NAMING_NOTHING
     ]
-    return " ".join(dict.fromkeys(found[:most])) or None
