@@ -69,6 +69,12 @@ PAIR_TOGETHER = 0.85
 PAIR_OWN_PART = 0.2
 HEADING_MATCH = 1.5  # how much a heading the question restates adds to its section's pieces
 SOURCE_RANK = 0.15  # taken off per place down the selection's order of the loaded sources
+# An answer often needs a fact its section's neighbours give ("how long does a confirmation card
+# wait?": the card's section, and the one on not answering it): up to SIBLINGS pieces from other
+# sections of the answering page, each scoring SIBLING_SHARE of the best piece or more and
+# bringing a word of the question the quote does not have yet.
+SIBLINGS = 2
+SIBLING_SHARE = 0.4
 
 
 # A message that asks for help without asking a question: a need ("I need to pass my own SSL
@@ -410,6 +416,7 @@ def answer(
         return _from_two_sources(wanted_set, candidates, analysed, sources, mass=mass, total=total, max_chars=max_chars)
     best = max(qualified, key=lambda c: (c.score, -c.source, -c.piece.unit.position))
     chosen = _from_section(best, candidates, analysed, max_units=max_units, how_to=how_to)
+    chosen += _from_siblings(best, chosen, candidates, wanted_set, said)
     section = analysed[best.source - 1].sections[best.section]
     covered = set(wanted) & (said(section) | section.context | page_titles[best.source - 1])
     missing = set(wanted) - covered
@@ -465,6 +472,28 @@ def _from_two_sources(
     if best_pair is None:
         return DraftAnswer(answer="", answered_from_sources=False)
     return _render([best_pair[1], best_pair[2]], analysed, titles=[src[0] for src in sources], max_chars=max_chars)
+
+
+def _from_siblings(
+    best: _Candidate,
+    chosen: list[_Candidate],
+    candidates: list[_Candidate],
+    wanted: frozenset[str],
+    said: Callable[[_Piece], frozenset[str]],
+) -> list[_Candidate]:
+    """The best pieces of the answering page's other sections that bring a word of the question
+    the chosen pieces do not have."""
+    have = frozenset[str]().union(*(said(c.piece) for c in chosen)) & wanted
+    others = [c for c in candidates if c.source == best.source and c.section != best.section and c.score >= SIBLING_SHARE * best.score]
+    added: list[_Candidate] = []
+    for _ in range(SIBLINGS):
+        bringing = [c for c in others if (said(c.piece) & wanted) - have]
+        if not bringing:
+            break
+        top = max(bringing, key=lambda c: c.score)
+        added.append(top)
+        have |= said(top.piece) & wanted
+    return added
 
 
 def _from_section(

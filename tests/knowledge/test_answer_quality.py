@@ -381,3 +381,31 @@ def test_words_only_quoted_as_an_example_of_asking_are_not_what_a_page_says():
     assert draft.answered_from_sources and "API key is wrong" in draft.answer
     draft = offline.answer(question="One task per meeting action item?", sources=[("Adding tasks", ASKING)])
     assert draft.answered_from_sources and "add one task for each" in draft.answer
+
+
+CONFIRMING = """# Confirming changes
+
+## What does the confirmation card show?
+
+One card can hold several changes, confirmed together. The card counts the changes and lists
+every one of them; a long list shows the first 10 and the rest behind "more". Destructive
+changes, such as deleting, are marked in red.
+
+## What happens if I don't answer a confirmation?
+
+A confirmation waits 5 minutes, so there is time to read the list. It never defaults to yes.
+
+## Keyboard
+
+Enter applies the changes on a confirmation card and Escape cancels them.
+"""
+
+
+def test_a_fact_the_next_section_of_the_answering_page_gives_is_quoted_with_its_heading():
+    draft = offline.answer(question="How long does a confirmation card wait?", sources=[("Confirming changes", CONFIRMING)])
+    assert draft.answered_from_sources and draft.citations == [1]
+    assert "lists every one of them" in draft.answer
+    assert "**What happens if I don't answer a confirmation?** — A confirmation waits 5 minutes" in draft.answer
+    # A section that brings no word of the question the quote lacks is left out.
+    assert "Escape cancels" not in draft.answer
+    assert offline.verify(draft=draft.answer, sources=[CONFIRMING]).is_good_enough
