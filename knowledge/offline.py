@@ -59,7 +59,8 @@ SUPPORTED_COVERAGE = 0.8
 # A question of this many terms or fewer ("is my week busy?") is answered only from a section that
 # has every one of them: with so few, the rarest alone would carry the coverage.
 FEW_TERMS = 2
-RELATIVE_CUTOFF = 0.55
+# A piece of the answering section is quoted beside the best when it scores this share of it.
+RELATIVE_CUTOFF = 0.4
 SHORT_SECTION_CHARS = 600
 SECOND_SOURCE_SHARE = 0.3
 LIST_ITEMS = 10

@@ -409,3 +409,27 @@ def test_a_fact_the_next_section_of_the_answering_page_gives_is_quoted_with_its_
     # A section that brings no word of the question the quote lacks is left out.
     assert "Escape cancels" not in draft.answer
     assert offline.verify(draft=draft.answer, sources=[CONFIRMING]).is_good_enough
+
+
+CACHING = """# Caching
+
+## The response cache
+
+The response cache stores every successful response in memory, keyed by its URL and headers.
+Entries are kept for 300 seconds unless the response sets a shorter max-age.
+Responses to POST requests are never stored, because repeating them is not safe.
+A full cache drops its least recently used entries first.
+Nothing is written to disk, so the cache is empty after a restart.
+The size limit is 512 entries, set with `CACHE_SIZE`.
+Logging shows a hit or a miss for every request at debug level.
+"""
+
+
+def test_a_long_section_is_quoted_down_to_its_weaker_pieces_that_still_name_the_question():
+    draft = offline.answer(question="What does the response cache store?", sources=[("Caching", CACHING)])
+    assert draft.answered_from_sources
+    assert "stores every successful response in memory" in draft.answer and "never stored" in draft.answer
+    # Weaker, but about the cache: quoted too.
+    assert "The size limit is 512 entries" in draft.answer
+    # Nothing of the question in it: left out.
+    assert "Logging shows" not in draft.answer
