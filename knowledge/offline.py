@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from knowledge.citations import MARKER, without_markers_in_code
@@ -651,9 +651,11 @@ _LEAD_IN = re.compile(r"^\s*\*\*(?P<heading>[^*\n]+)\*\*\s*(?:—\s*)?")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
 
 
-def verify(*, draft: str, sources: list[str]) -> VerificationDecision:
-    """sources: the content of each cited source, numbered as in the draft's markers."""
-    analysed = [_analyse(text) for text in sources]
+def verify(*, draft: str, sources: list[str], kinds: Sequence[str] = ()) -> VerificationDecision:
+    """sources: the content of each cited source, numbered as in the draft's markers; kinds: the
+    format of each (Markdown when not given). A page is read as the answer step read it: the
+    same analysis, already made."""
+    analysed = [_analyse(text, kind) for text, kind in zip(sources, kinds or ["markdown"] * len(sources), strict=True)]
     issues: list[str] = []
     claims = 0
     last_markers: list[int] = []

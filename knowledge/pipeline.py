@@ -311,7 +311,8 @@ async def verify(state: PipelineState, runtime: Runtime[PipelineContext]) -> dic
     # Numbered as the draft's markers: [n] is citations[n - 1].
     cited = [ctx.texts[c["source_id"]] for c in state["citations"]]
     if ctx.client.is_offline:
-        decision = offline.verify(draft=state["draft"], sources=cited)
+        kinds = [ctx.kinds.get(c["source_id"], "markdown") for c in state["citations"]]
+        decision = offline.verify(draft=state["draft"], sources=cited, kinds=kinds)
     else:
         # The cited sources, numbered as the draft cites them; all loaded ones if it cites none.
         refs = [LoadedRef(source_id=c["source_id"], title=c["title"], url=c["url"], chars=0) for c in state["citations"]]

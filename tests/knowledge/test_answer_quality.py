@@ -433,3 +433,23 @@ def test_a_long_section_is_quoted_down_to_its_weaker_pieces_that_still_name_the_
     assert "The size limit is 512 entries" in draft.answer
     # Nothing of the question in it: left out.
     assert "Logging shows" not in draft.answer
+
+
+SESSIONS_RST = """Sessions
+========
+
+Closing
+-------
+
+Call :meth:`ClientSession.close` when done, or use the session as an async context manager.
+"""
+
+
+def test_verification_reads_a_page_in_its_own_format_from_the_analysis_the_answer_made():
+    # A reference page takes a few milliseconds a kilobyte to analyse: verifying reuses the
+    # answer step's analysis of the page, in the page's format, instead of a second one as Markdown.
+    draft = offline.answer(question="How do I close a ClientSession?", sources=[("Sessions", SESSIONS_RST, "rst")])
+    assert draft.answered_from_sources and "`ClientSession.close`" in draft.answer
+    misses = offline._analyse.cache_info().misses
+    assert offline.verify(draft=draft.answer, sources=[SESSIONS_RST], kinds=["rst"]).is_good_enough
+    assert offline._analyse.cache_info().misses == misses
