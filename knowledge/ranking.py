@@ -107,6 +107,9 @@ class Corpus:
             corpus.average_section_length = sum(s.length for s in corpus.sections) / len(corpus.sections)
         if corpus.page_length:
             corpus.average_page_length = max(1.0, sum(corpus.page_length) / len(corpus.page_length))
+        # A question's words weigh by their English frequency: the word list is read with the
+        # build, not by the first question.
+        _english_zipf("the")
         return corpus
 
     @property

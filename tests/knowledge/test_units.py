@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+import wordfreq
 
-from knowledge import offline
+from knowledge import offline, ranking
 from knowledge.citations import cite, normalise, truncate
 from knowledge.pipeline import bound_selection, clean_history
+from knowledge.ranking import Corpus
 from knowledge.schemas import DraftAnswer, GateDecision, SourceSelection, VerificationDecision
 from knowledge.text import clean_summary, extractive_summary, html_to_text, terms, title_of, units
 
@@ -211,3 +213,10 @@ def test_summaries_are_short_plain_text():
     assert len(long) <= 300 and long.endswith("…")
     assert extractive_summary(title="Connecting a model", content=SOURCE) == extractive_summary(title="Connecting a model", content=SOURCE)
     assert extractive_summary(title="Connecting a model", content=SOURCE).endswith("Sections: Ollama.")
+
+
+def test_a_build_reads_the_english_word_frequencies_so_the_first_question_does_not():
+    ranking._english_zipf.cache_clear()
+    wordfreq.get_frequency_dict.cache_clear()
+    Corpus.build([("a.md", "A", "# A\n\nSome text.\n", "markdown")])
+    assert wordfreq.get_frequency_dict.cache_info().currsize >= 1
