@@ -101,6 +101,11 @@ class QueryTasksArgs(_Args):
     priority_at_least: Literal["medium", "high", "urgent"] | None = Field(
         None, description="Only tasks of this priority or higher ('high': high and urgent)."
     )
+    oldest_first: bool = Field(
+        False,
+        description='List the tasks added longest ago first ("my oldest open task") instead of the newest first; '
+        "not together with due, due_on or completed, which have an order of their own.",
+    )
     limit: int = Field(100, ge=1, le=500, description="Max results (default 100, max 500).")
 
     @model_validator(mode="after")
@@ -111,6 +116,8 @@ class QueryTasksArgs(_Args):
             raise ValueError("no_due_date lists the tasks without one: not together with due or due_on")
         if self.no_project and self.project_id is not None:
             raise ValueError("no_project lists the tasks in none: not together with project_id")
+        if self.oldest_first and (self.due is not None or self.due_on is not None or self.completed is not None):
+            raise ValueError("oldest_first orders by when tasks were added: not together with due, due_on or completed")
         return self
 
 
@@ -238,6 +245,7 @@ def query_tasks(ctx: ToolContext, args: QueryTasksArgs) -> dict:
         unfiled=args.no_project,
         time_zone=zone,
         priority_at_least=args.priority_at_least,
+        oldest_first=args.oldest_first,
         limit=args.limit,
     )
     found = {"tasks": [_task(t, zone) for t in page.items], **_page_fields(page), "filters": args.model_dump(mode="json")}

@@ -143,6 +143,7 @@ def tasks_for_user(
     unfiled: bool = False,
     time_zone: dt.tzinfo = dt.UTC,
     priority_at_least: str | None = None,
+    oldest_first: bool = False,
     limit: int = 100,
 ) -> Page[Task]:
     """status: a task status, "open" (not completed) or "all". priority_at_least: a priority, and
@@ -151,7 +152,8 @@ def tasks_for_user(
     to do). With `completed` (or `added`): tasks completed (added) on those days of `time_zone`'s
     calendar. `undated`: only tasks with no due date; `unfiled`: only tasks in no project.
     Completed tasks alone (`completed`, or the status "completed") come the most recently
-    completed first; other listings the newest first."""
+    completed first; other listings the newest first, or with `oldest_first` those added longest
+    ago first ("my oldest open task")."""
     if sum(window is not None for window in (due, completed, added)) > 1:
         raise ValueError("a listing is by one date at most: due, completed or added")
     if undated and due is not None:
@@ -178,6 +180,10 @@ def tasks_for_user(
         tasks = tasks.filter(**_moments_in("created_at", added, time_zone))
     if undated:
         tasks = tasks.filter(due_date__isnull=True)
+    if oldest_first:
+        if due is not None or completed is not None:
+            raise ValueError("oldest first is the order of when tasks were added: not with a due or completed window")
+        return _page(tasks.order_by("created_at", "id"), limit=limit)
     if completed is not None or status == Task.Status.COMPLETED:
         return _page(tasks.order_by("-completed_at", "-id"), limit=limit)
     if due is None:

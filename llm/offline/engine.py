@@ -245,7 +245,9 @@ def _next_action(intent: Intent, steps: list[_Step]) -> str | Call | list[Call]:
             return _task_queries(intent, project_id=project_id, limit=1)
         return "\n\n".join(phrasing.count_answer(step.result, project_name=project_name) for step in steps)
     if not steps:
-        return _task_queries(intent, project_id=project_id, limit=50)
+        return _task_queries(intent, project_id=project_id, limit=1 if intent.newest or intent.oldest else 50)
+    if intent.newest or intent.oldest:
+        return phrasing.task_at_end_answer(steps[-1].result, oldest=intent.oldest, project_name=project_name)
     if intent.kind == "cleanup":
         return phrasing.cleanup_answer(steps[-1].result, project_name=project_name)
     # A title says it its own way ("Renew passport" for "passport renewal"): when no title has the
@@ -515,6 +517,7 @@ def _task_filters(intent: Intent) -> dict:
         "no_due_date": intent.undated or None,
         "no_project": intent.unfiled or None,
         "priority_at_least": intent.priority,
+        "oldest_first": intent.oldest or None,
     }
 
 

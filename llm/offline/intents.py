@@ -156,6 +156,14 @@ def asks_how_clarion_works(text: str) -> bool:
     return is_question and bool(_PRODUCT.search(raw)) and not _WORKSPACE_NOUN.search(raw)
 
 
+# The one task at either end of a listing by when tasks were added: "what's my latest task?",
+# "my oldest open to-do in Harbor".
+_ONE_END_TASK = re.compile(
+    r"\b(?:the|my|your)\s+(?P<end>latest|newest|most\s+recent(?:ly\s+added)?|oldest)\s+"
+    r"(?:(?:open|unfinished|pending|to-?do|in[- ]progress|started|completed|finished|done)\s+)?(?:task|to-?do)\b",
+    re.IGNORECASE,
+)
+
 # "What's the status of Atlas?", "how is the Harbor project going?", "where are we on Atlas?": a
 # project named as projects are (capitalised), asked about as a whole.
 _PROJECT_STATUS = re.compile(
@@ -456,6 +464,9 @@ def _parse(text: str) -> Intent:
         # A title says "Call landlord about the leaking faucet", not "call about the faucet".
         term = re.sub(r"\s+(?:about|for|from|at|with|regarding|to|before|after)\b.*$", "", errand["term"], flags=re.IGNORECASE)
         return Intent("tasks", status="open", search=words.FILLER.sub("", term).strip(), due=errand_day)
+    if end := _ONE_END_TASK.search(raw):
+        newest = end["end"].lower() != "oldest"
+        return Intent("tasks", status=words.status(lower), project_name=words.project_name(raw), newest=newest, oldest=not newest)
     if _FOCUS.search(raw) and not re.search(r"\bnotes?\b|\bprojects?\b", lower) and not words.by_due_date(raw):
         return Intent("focus", project_name=words.project_name(raw))
     if (added := words.WHAT_WAS_ADDED.search(raw)) and not re.search(r"\bnotes?\b", lower):

@@ -174,6 +174,20 @@ def tasks_answer(result: dict, *, project_name: str | None, search: str | None, 
     return "\n".join(lines)
 
 
+def task_at_end_answer(result: dict, *, oldest: bool, project_name: str | None) -> str:
+    """The one task added longest ago, or last, of a listing ("what's my oldest open task?")."""
+    tasks = result["tasks"]
+    filters = result.get("filters", {})
+    where = scope(project_name, None)
+    noun = task_noun(filters)
+    if not tasks:
+        return f"You have no {noun}{where}."
+    today = dt.date.fromisoformat(result["today"]) if result.get("today") else None
+    line = _task_line(tasks[0], show_status=filters.get("status", "all") in ("all", "open"), today=today, in_project=project_name)
+    which = "oldest" if oldest else "latest"
+    return f"Your {which} {noun.replace('tasks', 'task', 1)}{where} (you have {result['total']}):\n\n{line}"
+
+
 def cleanup_answer(result: dict, *, project_name: str | None) -> str:
     """A cleanup the offline engine cannot decide on (which tasks are "stale"?): it says so, says
     what it can do instead, and lists the tasks to review. Nothing is proposed."""

@@ -57,7 +57,8 @@ class Intent:
     unfiled: bool = False  # tasks/count_tasks and changes: only tasks in no project
     changed: str | None = None  # notes/count_notes: added or edited in this window, one of workspace.selectors.PAST_WINDOWS
     archived: bool = False  # projects: the archived ones alone
-    newest: bool = False  # notes: the one most recently changed, shown whole ("what's my latest note?")
+    newest: bool = False  # notes: the one most recently changed, shown whole ("what's my latest note?"); tasks: the one added last
+    oldest: bool = False  # tasks: the one added longest ago ("my oldest open task")
     content: str = ""  # create_note: what the note says
     # update_tasks: what changes (None: stays as it is)
     new_priority: str | None = None

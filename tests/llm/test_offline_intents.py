@@ -224,7 +224,9 @@ from llm.offline.intents import Intent, asks_how_clarion_works, parse
         ("will this work on Windows?", Intent("knowledge", search="will this work on Windows?")),
         ("where is my dentist task?", Intent("tasks", search="dentist")),
         ("I can't find the smoke test to-do", Intent("tasks", search="smoke test")),
-        ("show me the latest task", Intent("tasks")),  # a listing, not a task called "latest"
+        ("show me the latest task", Intent("tasks", newest=True)),  # the task added last, not one called "latest"
+        ("what's my oldest open task?", Intent("tasks", status="open", oldest=True)),
+        ("my most recently added task in Harbor", Intent("tasks", project_name="Harbor", newest=True)),
         ("find my urgent task", Intent("tasks", status="open", priority="urgent")),
         ("I can't log in", Intent("knowledge", search="I can't log in")),
         ("help, I can't sign in", Intent("knowledge", search="help, I can't sign in")),
