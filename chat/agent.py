@@ -419,23 +419,24 @@ class _ModelLoop:
 
     async def _stream(self, events: AsyncIterator) -> Completion:
         # Each flush sends the whole text so far, rendered as Markdown: what the reader sees while
-        # it streams is what the saved reply will look like.
+        # it streams is what the saved reply will look like. The first text goes out at once (the
+        # reply has started), later text at most every STREAM_FLUSH_SECONDS. Text still unshown
+        # when the stream ends is not flushed: the saved reply replaces the placeholder next, and
+        # a busy server would otherwise render and send the same reply twice.
         stream_id = await self.out.start_stream()  # the open placeholder (run() opened it)
-        text, flushed, last_flush = "", 0, time.monotonic()
+        text, last_flush = "", None
         stop = stopping.StopWatch(self.ctx.conversation_id)
         async for event in events:
             await self._go_on()
             if isinstance(event, TextDelta):
                 text += event.text
-                if time.monotonic() - last_flush >= STREAM_FLUSH_SECONDS:
+                if text and (last_flush is None or time.monotonic() - last_flush >= STREAM_FLUSH_SECONDS):
                     await self.out.send(rendering.stream_delta(stream_id, text))
-                    flushed, last_flush = len(text), time.monotonic()
+                    last_flush = time.monotonic()
             elif isinstance(event, StreamRestart):
-                text, flushed = "", 0
+                text, last_flush = "", None
                 await self.out.send(rendering.stream_reset(stream_id))
             elif isinstance(event, StreamDone):
-                if len(text) != flushed:
-                    await self.out.send(rendering.stream_delta(stream_id, text))
                 return event.completion
             await stop.raise_if_requested(events, text)
         raise LLMError("stream_interrupted", "The model's answer ended before it was complete.")

@@ -217,6 +217,25 @@ async def test_streaming_reaches_two_tabs(model_endpoint, alice):
         await tab.disconnect()
 
 
+async def test_the_first_text_shows_at_once_and_the_saved_reply_replaces_the_rest(model_endpoint, alice, monkeypatch):
+    # Flushes far apart: whatever shows before the saved reply went out because it was the first text.
+    monkeypatch.setattr(agent, "STREAM_FLUSH_SECONDS", 60)
+    model_endpoint.script(Reply.text("alpha beta gamma", chunks=3))
+    conversation = await database_sync_to_async(services.start_conversation)(user=alice)
+    socket = await open_socket(f"/ws/conversations/{conversation.pk}/", user=alice)
+    await socket.connect()
+    await socket.send_to(text_data=form_frame(action="send_message", message="three words please"))
+    frames = await frames_of_turn(socket)
+    await socket.disconnect()
+
+    delta = '-body" hx-swap-oob="innerHTML">'
+    assert frames.count(delta) == 1  # the first text, and nothing more until the reply is saved
+    shown = frames.split(delta)[1].split("</div>")[0]
+    assert "alpha" in shown and "gamma" not in shown
+    saved = frames.split(delta)[1].split('class="message message-assistant"')[-1]
+    assert "alpha beta gamma" in saved  # the saved reply came after it, whole
+
+
 async def test_one_turn_at_a_time_per_conversation(model_endpoint, alice):
     model_endpoint.script(Reply.text("only once", delay=0.3))
     conversation = await ask(alice, "race")
