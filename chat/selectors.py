@@ -12,6 +12,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.formats import date_format
 
+from chat import sql
 from chat.models import Conversation, Message
 from chat.prompts import system_prompt
 from knowledge.selectors import get_ai_config
@@ -285,12 +286,7 @@ def turn_context(*, conversation_id: uuid.UUID, history_limit: int) -> TurnConte
     request. Raises Conversation.DoesNotExist."""
     conversation = Conversation.objects.select_related("owner").get(pk=conversation_id)
     config = get_ai_config()
-    history = _history_from(
-        Message.objects.filter(conversation_id=conversation_id)
-        .exclude(role=Message.Role.ERROR)
-        .exclude(metadata__contains={"malformed": True})
-        .order_by("-id")[:history_limit]
-    )
+    history = _history_from(sql.newest_messages_for_model(conversation_id=conversation_id, limit=history_limit))
     request = max((m for m in history if m.role == Message.Role.USER), key=lambda m: m.pk)
     snapshot = snapshot_for_user(user=conversation.owner)
     meta = dict(request.metadata or {})

@@ -14,7 +14,7 @@ from typing import AsyncIterator
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from chat.models import Conversation
+from chat import sql
 
 CHECK_SECONDS = 0.25
 
@@ -28,7 +28,7 @@ class TurnStopped(Exception):
 
 
 def _requested_since(conversation_id: uuid.UUID, since: dt.datetime) -> bool:
-    return Conversation.objects.filter(pk=conversation_id, stop_requested_at__gte=since).exists()
+    return sql.stop_requested_since(conversation_id=conversation_id, since=since)
 
 
 class StopWatch:

@@ -22,10 +22,10 @@ from knowledge.ranking import Corpus, RankedPage
 
 def get_ai_config() -> AIConfig:
     """The single AIConfig row, created with the default prompts and policies on first use."""
-    config = AIConfig.objects.filter(singleton=True).first()
-    if config is None:
-        config, _ = AIConfig.objects.get_or_create(singleton=True)
-    return config
+    try:
+        return AIConfig.objects.get(singleton=True)  # read on every turn: no ORDER BY, no LIMIT
+    except AIConfig.DoesNotExist:
+        return AIConfig.objects.get_or_create(singleton=True)[0]
 
 
 async def aget_ai_config() -> AIConfig:

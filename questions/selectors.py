@@ -8,6 +8,7 @@ from django.db.models import Count
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 
+from questions import sql
 from questions.errors import QuestionNotFound
 from questions.models import PendingQuestion, QuestionGroup
 
@@ -46,7 +47,8 @@ def open_group(*, conversation_id: uuid.UUID) -> QuestionGroup | None:
 
 
 def has_open_group(*, conversation_id: uuid.UUID) -> bool:
-    return QuestionGroup.objects.filter(conversation_id=conversation_id, completed_at__isnull=True).exists()
+    """Whether a card of the conversation still waits for the person (asked on every turn)."""
+    return sql.has_open_group(conversation_id=conversation_id)
 
 
 def group_questions(group: QuestionGroup) -> list[PendingQuestion]:
@@ -58,7 +60,7 @@ def questions_of_groups(groups: dict[uuid.UUID, QuestionGroup]) -> dict[uuid.UUI
     """{group id: its questions in order, each with `group` set} for the groups given by id, in
     one statement."""
     found: dict[uuid.UUID, list[PendingQuestion]] = {}
-    for q in PendingQuestion.objects.filter(group_id__in=list(groups)).order_by("group_id", "position"):
+    for q in sql.questions_of_groups(list(groups)):
         q.group = groups[q.group_id]
         found.setdefault(q.group_id, []).append(q)
     return found

@@ -2,7 +2,9 @@
 every group a batch of answers touches, one writes every resolution, one every started clock,
 one every completed group — however many answers arrive together. The ORM would issue one
 statement per row. Rows and ids go as one JSON parameter, read on the server with
-`json_to_recordset`. Private to `questions`: the services call these typed functions.
+`json_to_recordset`. Also the reads every answer and every turn make (the locked groups'
+questions, whether a card still waits), which cost the ORM more to build than Postgres to answer. Private to `questions`: the selectors and services
+call these typed functions.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ _RESOLVE = (
 _START_CLOCKS = (
     f"UPDATE {_Q} q SET deadline = v.deadline FROM json_to_recordset(%(rows)s::json) AS v(id uuid, deadline timestamptz) WHERE q.id = v.id"
 )
+_QUESTIONS_OF_GROUPS = f"SELECT * FROM {_Q} WHERE group_id = ANY(%(groups)s) ORDER BY group_id, position"
+_HAS_OPEN_GROUP = f"SELECT EXISTS (SELECT 1 FROM {_G} WHERE conversation_id = %(conversation)s AND completed_at IS NULL)"
 _COMPLETE = f"UPDATE {_G} SET completed_at = %(now)s WHERE id IN (SELECT id::uuid FROM json_array_elements_text(%(ids)s::json) AS ids(id))"
 
 
@@ -80,3 +84,15 @@ def start_clocks(questions: list[PendingQuestion]) -> None:
 def complete(groups: list[QuestionGroup], *, now: dt.datetime) -> None:
     with connection.cursor() as cursor:
         cursor.execute(_COMPLETE, {"ids": _json([str(g.pk) for g in groups]), "now": now})
+
+
+def questions_of_groups(group_ids: list[uuid.UUID]) -> list[PendingQuestion]:
+    """The questions of these groups, each group's in order."""
+    return list(PendingQuestion.objects.raw(_QUESTIONS_OF_GROUPS, {"groups": group_ids}))
+
+
+def has_open_group(*, conversation_id: uuid.UUID) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(_HAS_OPEN_GROUP, {"conversation": conversation_id})
+        row = cursor.fetchone()
+    return bool(row and row[0])

@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from chat import selectors, services
+from chat import selectors, services, stopping
 from chat.models import Conversation, Message
 from questions.models import QuestionGroup
 
@@ -113,6 +113,18 @@ def test_stop_request_is_scoped(alice, bob):
     services.request_stop(user=alice, conversation_id=conversation.pk)
     conversation.refresh_from_db()
     assert conversation.stop_requested_at is not None
+
+
+def test_a_streaming_reply_sees_only_a_stop_requested_after_it_started(alice, bob):
+    conversation = with_message(alice)
+    stream = stopping.StopWatch(conversation.pk)
+    assert not stopping._requested_since(conversation.pk, stream.since)
+    services.request_stop(user=alice, conversation_id=conversation.pk)
+    assert stopping._requested_since(conversation.pk, stream.since)
+    later = stopping.StopWatch(conversation.pk)  # the next reply: the earlier press is not for it
+    assert not stopping._requested_since(conversation.pk, later.since)
+    other = with_message(bob)
+    assert not stopping._requested_since(other.pk, stream.since)
 
 
 def test_regenerate_removes_only_a_finished_plain_last_reply(alice, bob):

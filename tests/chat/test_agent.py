@@ -318,6 +318,33 @@ def test_a_turn_reads_its_context_in_a_fixed_number_of_statements(workspace, ali
     assert ctx.timeouts.ask == 123 and ctx.projects == ("Atlas alice", "Harbor alice")
 
 
+def test_the_history_a_turn_reads_is_the_newest_messages_without_errors_or_garbled_calls(alice):
+    conversation = services.start_conversation(user=alice)
+    old = services.post_user_message(user=alice, conversation_id=conversation.pk, content="old question")
+    services.save_assistant_message(
+        conversation_id=conversation.pk, in_reply_to_id=old.pk, content="old answer", tool_calls=[], metadata={}
+    )
+    request = services.post_user_message(user=alice, conversation_id=conversation.pk, content="new question")
+    garbled = {"id": "g1", "name": "query_tasks", "arguments": "{oops"}
+    rows = [
+        Message(role=Message.Role.ASSISTANT, content="", tool_calls=[garbled], metadata={"malformed": True}),
+        Message(role=Message.Role.TOOL, content="unreadable", tool_call_id="g1", tool_name="query_tasks", metadata={"malformed": True}),
+        Message(role=Message.Role.ERROR, content="The model failed."),
+    ]
+    for row in rows:
+        row.conversation, row.in_reply_to_id = conversation, request.pk
+        row.save()
+
+    newest = selectors.turn_context(conversation_id=conversation.pk, history_limit=1)
+    assert [(m.role, m.content) for m in newest.messages[1:]] == [("user", "new question")]
+    whole = selectors.turn_context(conversation_id=conversation.pk, history_limit=50)
+    assert [(m.role, m.content) for m in whole.messages[1:]] == [
+        ("user", "old question"),
+        ("assistant", "old answer"),
+        ("user", "new question"),
+    ]
+
+
 def test_a_turn_context_for_a_missing_conversation_does_not_exist(db):
     with pytest.raises(Conversation.DoesNotExist):
         selectors.turn_context(conversation_id=uuid.uuid4(), history_limit=50)
