@@ -3,8 +3,8 @@ every group a batch of answers touches, one writes every resolution, one every s
 one every completed group — however many answers arrive together. The ORM would issue one
 statement per row. Rows and ids go as one JSON parameter, read on the server with
 `json_to_recordset`. Also the reads every answer and every turn make (the locked groups'
-questions, whether a card still waits), which cost the ORM more to build than Postgres to answer. Private to `questions`: the selectors and services
-call these typed functions.
+questions, whether a card still waits), which cost the ORM more to build than Postgres to
+answer. Private to `questions`: the selectors and services call these typed functions.
 """
 
 from __future__ import annotations
