@@ -158,6 +158,8 @@ def tasks_for_user(
         raise ValueError("a listing is by one date at most: due, completed or added")
     if undated and due is not None:
         raise ValueError("a task with no due date is due in no window")
+    if oldest_first and (due is not None or completed is not None):
+        raise ValueError("oldest first is the order of when tasks were added: not with a due or completed window")
     tasks = Task.objects.filter(owner=user).select_related("project")
     if status == "open":
         tasks = tasks.exclude(status=Task.Status.COMPLETED)
@@ -181,8 +183,6 @@ def tasks_for_user(
     if undated:
         tasks = tasks.filter(due_date__isnull=True)
     if oldest_first:
-        if due is not None or completed is not None:
-            raise ValueError("oldest first is the order of when tasks were added: not with a due or completed window")
         return _page(tasks.order_by("created_at", "id"), limit=limit)
     if completed is not None or status == Task.Status.COMPLETED:
         return _page(tasks.order_by("-completed_at", "-id"), limit=limit)
